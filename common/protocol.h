@@ -1,0 +1,173 @@
+// The Shesha wire protocol: one codec for every binary (switch, tools, workers, learners).
+// The byte-by-byte layout is documented in docs/protocol.md; keep the two in step.
+//
+// A Shesha message is the payload of a UDP datagram (default port kDefaultUdpPort). It starts with
+// a fixed 48-byte header in network byte order, followed by a type-specific body:
+//   GRADIENT / MODEL: elem_count elements of elem_type (fp32: IEEE 754 binary32, little-endian,
+//                     so the switch adds them with SIMD without byte swaps);
+//   CREDIT:           CreditBody (network byte order);
+//   FEEDBACK:         FeedbackBody (network byte order).
+//
+// The codec never allocates and never throws: decode() validates every field and length and says
+// why it rejects a message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace shesha::proto {
+
+inline constexpr std::uint16_t kMagic = 0x5348;        // "SH"
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint16_t kDefaultUdpPort = 17717;
+inline constexpr std::size_t kHeaderSize = 48;
+// Largest element count a single chunk may carry: keeps a chunk inside a 9000 B jumbo frame.
+inline constexpr std::uint16_t kMaxElements = 2048;
+// Highest contribution count a header can hold; merges that would exceed it are refused.
+inline constexpr std::uint16_t kMaxContributions = 0xFFFF;
+
+enum class MsgType : std::uint8_t {
+    Gradient = 1,  // worker -> learner: a chunk of a gradient (possibly merged in the network)
+    Model = 2,     // learner -> worker: a chunk of the model parameters
+    Credit = 3,    // learner -> worker: acknowledgement, credits and congestion echo
+    Feedback = 4,  // switch -> sender: egress queue state
+};
+
+enum class ElemType : std::uint8_t {
+    None = 0,  // CREDIT and FEEDBACK carry no elements
+    F32 = 1,
+    BF16 = 2,  // decoded and forwarded; the switch merges only F32
+};
+
+// Header field offsets (bytes from the start of the Shesha header). All multi-byte fields are
+// big-endian. Bytes 44..47 are reserved: senders write zero, receivers ignore them.
+namespace off {
+inline constexpr std::size_t kMagic = 0;          // u16
+inline constexpr std::size_t kVersion = 2;        // u8
+inline constexpr std::size_t kType = 3;           // u8
+inline constexpr std::size_t kFlags = 4;          // u8
+inline constexpr std::size_t kElemType = 5;       // u8
+inline constexpr std::size_t kClusterId = 6;      // u16
+inline constexpr std::size_t kWorkerId = 8;       // u32
+inline constexpr std::size_t kModelVersion = 12;  // u32
+inline constexpr std::size_t kSeq = 16;           // u32
+inline constexpr std::size_t kChunkIndex = 20;    // u16
+inline constexpr std::size_t kChunkCount = 22;    // u16
+inline constexpr std::size_t kElemCount = 24;     // u16
+inline constexpr std::size_t kContribCount = 26;  // u16
+inline constexpr std::size_t kTsEarliest = 28;    // u64
+inline constexpr std::size_t kTsLatest = 36;      // u64
+inline constexpr std::size_t kReserved = 44;      // u32
+}  // namespace off
+
+// Header flag bits.
+namespace flag {
+inline constexpr std::uint8_t kMerged = 0x01;               // holds >1 contribution merged in-network
+inline constexpr std::uint8_t kCongestionExperienced = 0x02; // a switch queue marked it
+inline constexpr std::uint8_t kCongestionEcho = 0x04;       // CREDIT: echoes CE seen on gradients
+inline constexpr std::uint8_t kSenderMerged = 0x08;         // summed at the sender before sending
+inline constexpr std::uint8_t kKnown = 0x0F;                // any other bit is rejected
+}  // namespace flag
+
+// Decoded header, host byte order.
+struct Header {
+    std::uint8_t version = kVersion;
+    MsgType type = MsgType::Gradient;
+    std::uint8_t flags = 0;
+    ElemType elem_type = ElemType::F32;
+    std::uint16_t cluster_id = 0;
+    std::uint32_t worker_id = 0;
+    std::uint32_t model_version = 0;   // base model version the update was computed on
+    std::uint32_t seq = 0;             // update sequence number, per worker
+    std::uint16_t chunk_index = 0;
+    std::uint16_t chunk_count = 1;
+    std::uint16_t elem_count = 0;
+    std::uint16_t contrib_count = 1;   // original updates this message holds
+    std::uint64_t ts_earliest_ns = 0;  // generation time of the oldest contribution (CLOCK_REALTIME)
+    std::uint64_t ts_latest_ns = 0;    // generation time of the newest contribution
+};
+
+// CREDIT body (16 bytes): what the learner tells a worker.
+struct CreditBody {
+    std::uint32_t credits = 0;        // chunks the worker may have in flight from now on
+    std::uint32_t acked_seq = 0;      // highest update seq applied from this worker
+    std::uint32_t learner_version = 0;
+    std::uint32_t ce_count = 0;       // CE-marked chunks seen from this worker since the last CREDIT
+};
+
+// FEEDBACK body (24 bytes): egress queue state at the moment of sending.
+struct FeedbackBody {
+    std::uint16_t port_id = 0;
+    std::uint16_t queue_capacity = 0;   // packets
+    std::uint16_t queue_depth = 0;      // packets waiting
+    std::uint16_t mark_permille = 0;    // fraction of recent packets marked, in 1/1000
+    std::uint32_t queue_bytes = 0;
+    std::uint32_t sojourn_us = 0;       // sojourn of the packet that triggered the feedback
+    std::uint16_t merge_permille = 0;   // merged arrivals / mergeable arrivals, in 1/1000
+    std::uint16_t reserved = 0;
+    std::uint32_t drops = 0;            // tail drops on this queue, wrapping counter
+};
+inline constexpr std::size_t kCreditBodySize = 16;
+inline constexpr std::size_t kFeedbackBodySize = 24;
+
+enum class DecodeError : std::uint8_t {
+    Ok = 0,
+    ShortPacket,          // fewer bytes than the header (or a fixed body) needs
+    BadMagic,
+    BadVersion,
+    UnknownType,
+    UnknownFlags,
+    BadElemType,          // unknown element type, or one not allowed for the message type
+    BadChunk,             // chunk_count == 0 or chunk_index >= chunk_count
+    TooManyElements,      // elem_count > kMaxElements
+    LengthMismatch,       // elem_count * elem size (or body size) != bytes after the header
+    BadContribCount,      // contrib_count == 0, or > 1 without the merged/sender-merged flag
+    BadTimestamps,        // ts_earliest > ts_latest
+};
+inline constexpr int kDecodeErrorCount = 12;
+std::string_view to_string(DecodeError e) noexcept;
+
+std::size_t elem_size(ElemType t) noexcept;  // bytes per element; 0 for None or unknown
+
+// A validated view of one message inside a caller-owned buffer. payload points into that buffer.
+struct Message {
+    Header hdr;
+    std::span<const std::uint8_t> payload;  // body after the header (elements or fixed body)
+};
+
+// Validates and decodes. On error, out is unspecified.
+DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noexcept;
+// Header only, with the same checks except the body length check (used on fast paths that only
+// need the key fields and then check the length themselves).
+DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept;
+
+// Encodes the header into out[0..kHeaderSize). Returns false if out is too small.
+bool encode_header(const Header& h, std::span<std::uint8_t> out) noexcept;
+bool encode_credit(const CreditBody& c, std::span<std::uint8_t> out) noexcept;
+bool encode_feedback(const FeedbackBody& f, std::span<std::uint8_t> out) noexcept;
+bool decode_credit(std::span<const std::uint8_t> body, CreditBody& out) noexcept;
+bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noexcept;
+
+// Encodes a whole message: header then body. Returns bytes written, or 0 if out is too small or
+// the body length does not match the header (elem_count for GRADIENT/MODEL).
+std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
+                   std::span<std::uint8_t> out) noexcept;
+
+// In-place accessors for fields the switch rewrites on a packet it holds (no full re-encode).
+// p points at the first byte of the Shesha header, which has already been validated.
+namespace inplace {
+std::uint8_t flags(const std::uint8_t* p) noexcept;
+void set_flags(std::uint8_t* p, std::uint8_t flags) noexcept;
+std::uint32_t model_version(const std::uint8_t* p) noexcept;
+void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept;
+std::uint16_t contrib_count(const std::uint8_t* p) noexcept;
+void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept;
+std::uint64_t ts_earliest(const std::uint8_t* p) noexcept;
+void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept;
+std::uint64_t ts_latest(const std::uint8_t* p) noexcept;
+void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept;
+}  // namespace inplace
+
+}  // namespace shesha::proto

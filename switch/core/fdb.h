@@ -1,0 +1,55 @@
+// L2 forwarding database: static entries plus MAC learning with aging. Fixed capacity, open
+// addressing, no allocation after construction. Single-threaded (owned by the forwarding lcore).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shesha::core {
+
+using Mac = std::array<std::uint8_t, 6>;
+
+inline constexpr std::uint16_t kNoPort = 0xFFFF;
+
+struct FdbStats {
+    std::uint64_t learned = 0;     // new dynamic entries
+    std::uint64_t moved = 0;       // a known MAC seen on another port
+    std::uint64_t aged_out = 0;
+    std::uint64_t table_full = 0;  // could not learn: no room
+};
+
+class Fdb {
+public:
+    Fdb(std::size_t capacity, std::uint64_t aging_ticks);
+    // Static entries never age and are never moved by learning. False if the table is full.
+    bool add_static(const Mac& mac, std::uint16_t port);
+    // Learns (or refreshes) the source MAC of a frame seen on port. Multicast sources are ignored.
+    void learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept;
+    // Port for a unicast destination, or kNoPort (unknown or aged out: flood).
+    std::uint16_t lookup(const Mac& mac, std::uint64_t now) const noexcept;
+    // Removes aged dynamic entries; returns how many. Call now and then from the control loop.
+    std::size_t age(std::uint64_t now) noexcept;
+    std::size_t size() const noexcept;
+    const FdbStats& stats() const noexcept;
+
+private:
+    struct Entry {
+        Mac mac{};
+        std::uint16_t port = kNoPort;
+        bool used = false;
+        bool is_static = false;
+        bool tombstone = false;
+        std::uint64_t last_seen = 0;
+    };
+    std::vector<Entry> table_;  // power-of-two size, about 2x capacity
+    std::size_t capacity_;
+    std::size_t size_ = 0;
+    std::uint64_t aging_ticks_;
+    FdbStats stats_;
+};
+
+inline bool is_multicast(const Mac& m) noexcept { return (m[0] & 1u) != 0; }
+
+}  // namespace shesha::core

@@ -1,0 +1,30 @@
+// Egress shaper: a token bucket in bits per second that charges each frame its wire cost
+// (frame + FCS + preamble + inter-frame gap, see frame::kWireOverhead), so a shaped port behaves
+// like a slower link. Time is in caller ticks (TSC cycles in the switch, simulated ticks elsewhere).
+#pragma once
+
+#include <cstdint>
+
+namespace shesha::core {
+
+class TokenBucket {
+public:
+    // rate_bps == 0 means unlimited. burst_bytes is the bucket depth in wire bytes (at least one
+    // maximum frame is enforced).
+    TokenBucket(std::uint64_t rate_bps, std::uint32_t burst_bytes, std::uint64_t ticks_per_second) noexcept;
+    // Takes the tokens for one frame if available now; otherwise returns false and takes nothing.
+    bool try_consume(std::uint32_t frame_len, std::uint64_t now) noexcept;
+    std::uint64_t rate_bps() const noexcept;
+    bool unlimited() const noexcept;
+
+private:
+    // fields chosen by the implementation (fixed point, no floating point on the data path)
+    std::uint64_t rate_bps_;
+    std::uint64_t burst_milli_bytes_;      // bucket depth, in 1/1000 wire byte
+    std::uint64_t tokens_milli_bytes_;
+    std::uint64_t ticks_per_second_;
+    std::uint64_t last_tick_;
+    bool started_ = false;
+};
+
+}  // namespace shesha::core

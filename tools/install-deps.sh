@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every build, test and lab dependency from Debian bookworm packages.
+# Idempotent: packages already present are skipped, so a second run is quick.
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build pkg-config g++ cmake python3
+  # data path
+  dpdk dpdk-dev libdpdk-dev libnuma-dev libpcap-dev libbpf-dev libxdp-dev
+  # control plane
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  # tests
+  catch2
+  # RL stack
+  libtorch-dev libopenblas0-pthread
+  # verifier
+  libz3-dev
+  # lab and integration tests
+  iproute2 ethtool iputils-ping tcpdump iperf3 socat tshark python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer once, non-interactively.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
