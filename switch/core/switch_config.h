@@ -1,0 +1,103 @@
+// shesha-switch configuration: one YAML file (see configs/*.yaml for documented examples).
+// Parsing is strict: an unknown key, a wrong type or an out-of-range value raises ConfigError whose
+// message names the full key path (for example "ports[1].shaper.rate") and what was expected.
+// DPDK-free, so config errors are unit-tested without EAL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aggregating_queue.h"
+#include "cluster_policy.h"
+#include "fdb.h"
+
+namespace shesha::core {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ShaperConfig {
+    std::uint64_t rate_bps = 0;        // 0: unshaped. YAML accepts "10G", "250M", "1.5G", 100000000
+    std::uint32_t burst_bytes = 16384;
+};
+
+struct MarkingConfig {
+    std::uint32_t depth_packets = 0;   // 0: off
+    std::uint32_t sojourn_us = 0;      // 0: off
+    bool ip_ecn = true;
+};
+
+struct PortConfig {
+    std::string name;                  // unique, used in logs, stats and static FDB entries
+    std::string device;                // DPDK device: a vdev spec ("net_af_xdp0,iface=veth0") or a PCI address
+    std::uint16_t rx_desc = 1024;
+    std::uint16_t tx_desc = 1024;
+    ShaperConfig shaper;
+    std::uint32_t queue_packets = 1024;
+    std::uint64_t queue_bytes = 4u << 20;
+    MarkingConfig marking;             // defaults from the top-level marking section
+};
+
+struct StaticFdbEntry {
+    Mac mac{};
+    std::string port;                  // a port name
+};
+
+struct ClusterConfig {
+    std::uint16_t id = 0;
+    bool aggregation = true;
+    std::uint32_t version_tolerance = 0;
+    std::vector<Mac> member_macs;
+    std::vector<std::uint32_t> member_ips;  // host byte order
+};
+
+enum class MalformedAction : std::uint8_t { Forward, Drop };
+
+struct SwitchConfig {
+    std::vector<std::string> eal_args;   // extra EAL arguments (e.g. --no-huge, -m 512, --no-pci)
+    // lcores: 1 = one lcore does RX, queueing and TX; N > 1 = N-1 RX lcores hand packets over
+    // rte_rings to the lcore that owns every egress queue.
+    std::uint32_t lcores = 1;
+    std::uint32_t idle_backoff_us = 0;   // sleep this long after an empty poll round; 0 = busy poll
+    std::uint32_t burst = 32;
+    std::uint32_t mbufs = 16384;
+
+    std::vector<PortConfig> ports;
+
+    std::uint32_t fdb_capacity = 4096;
+    std::uint32_t mac_aging_s = 300;
+    std::vector<StaticFdbEntry> static_fdb;
+
+    std::uint16_t udp_port = 17717;
+    MalformedAction malformed = MalformedAction::Forward;
+
+    bool aggregation = true;             // global switch: false makes every queue a plain FIFO
+    NonMemberAction non_member = NonMemberAction::ForwardUnmerged;
+    std::vector<ClusterConfig> clusters;
+
+    bool feedback = false;               // send FEEDBACK to senders of marked packets
+    std::uint32_t feedback_interval_us = 1000;  // per sender
+
+    std::uint32_t stats_interval_s = 1;  // periodic log line; 0 = off
+    std::string stats_json;              // final stats file; empty = none
+    bool telemetry = true;               // /shesha/* DPDK telemetry commands
+};
+
+// Parses YAML text; source names the file in error messages.
+SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string& source = "<config>");
+// Reads and parses a file; a missing or unreadable file is a ConfigError naming the path.
+SwitchConfig load_switch_config(const std::string& path);
+
+// Helpers shared with the tools' option parsing.
+std::uint64_t parse_rate_bps(const std::string& text);       // "10G", "250M", "1.5k", "1000"; throws ConfigError
+std::optional<Mac> parse_mac(const std::string& text);       // "02:00:00:00:00:01"
+std::optional<std::uint32_t> parse_ipv4(const std::string& text);  // dotted quad -> host order
+std::string format_mac(const Mac& m);
+std::string format_ipv4(std::uint32_t ip);
+
+}  // namespace shesha::core
