@@ -22,6 +22,7 @@ struct FdbStats {
 
 class Fdb {
 public:
+    // aging_ticks == 0: dynamic entries never age.
     Fdb(std::size_t capacity, std::uint64_t aging_ticks);
     // Static entries never age and are never moved by learning. False if the table is full.
     bool add_static(const Mac& mac, std::uint16_t port);
@@ -35,15 +36,20 @@ public:
     const FdbStats& stats() const noexcept;
 
 private:
+    // Linear probing with backward-shift deletion (no tombstones, so probe chains never rot).
     struct Entry {
         Mac mac{};
         std::uint16_t port = kNoPort;
         bool used = false;
         bool is_static = false;
-        bool tombstone = false;
         std::uint64_t last_seen = 0;
     };
-    std::vector<Entry> table_;  // power-of-two size, about 2x capacity
+    std::size_t home_slot(const Mac& mac) const noexcept;
+    std::size_t find_slot(const Mac& mac) const noexcept;  // table_.size() if absent
+    void erase_slot(std::size_t slot) noexcept;
+    bool expired(const Entry& e, std::uint64_t now) const noexcept;
+
+    std::vector<Entry> table_;  // power-of-two size, at least 2x capacity (load <= 1/2)
     std::size_t capacity_;
     std::size_t size_ = 0;
     std::uint64_t aging_ticks_;

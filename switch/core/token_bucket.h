@@ -9,21 +9,28 @@ namespace shesha::core {
 
 class TokenBucket {
 public:
+    // Smallest bucket depth: one 9000 B jumbo frame plus VLAN tag and wire overhead, rounded up.
+    static constexpr std::uint32_t kMinBurstBytes = 9100;
     // rate_bps == 0 means unlimited. burst_bytes is the bucket depth in wire bytes (at least one
     // maximum frame is enforced).
     TokenBucket(std::uint64_t rate_bps, std::uint32_t burst_bytes, std::uint64_t ticks_per_second) noexcept;
     // Takes the tokens for one frame if available now; otherwise returns false and takes nothing.
+    // The first call starts with a full bucket. A frame costlier than the whole bucket is let through
+    // when the bucket is full (emptying it), so it cannot block the port for ever.
     bool try_consume(std::uint32_t frame_len, std::uint64_t now) noexcept;
     std::uint64_t rate_bps() const noexcept;
     bool unlimited() const noexcept;
 
 private:
-    // fields chosen by the implementation (fixed point, no floating point on the data path)
+    // Fixed point, no floating point on the data path. Refill per tick is
+    // rate_bps * 125 / ticks_per_second milli-bytes (rate/8 bytes * 1000); the division remainder is
+    // carried in refill_remainder_ so the long-run rate is exact.
     std::uint64_t rate_bps_;
     std::uint64_t burst_milli_bytes_;      // bucket depth, in 1/1000 wire byte
     std::uint64_t tokens_milli_bytes_;
     std::uint64_t ticks_per_second_;
     std::uint64_t last_tick_;
+    std::uint64_t refill_remainder_ = 0;   // numerator left over, in 1/ticks_per_second milli-bytes
     bool started_ = false;
 };
 

@@ -1,0 +1,330 @@
+// The aggregating egress queue (see aggregating_queue.h and docs/queue.md).
+//
+// Data structures, all sized at construction:
+//   ring   power-of-two array of Entry, addressed by a 64-bit sequence number (seq & mask);
+//          [head, tail) are the packets waiting, in FIFO order.
+//   index  open-addressing hash (linear probing, backward-shift deletion) from
+//          (cluster, chunk, model_version) to the seq of the newest mergeable gradient waiting
+//          with that key. At most one slot per waiting packet and twice as many slots as ring
+//          entries, so the load stays <= 1/2 and an insert always finds room.
+// A packet leaves the index when it is dequeued (before it is handed out), so nothing is ever
+// merged into a packet the caller already owns again.
+#include "aggregating_queue.h"
+
+#include <algorithm>
+#include <bit>
+#include <vector>
+
+#include "frame.h"
+#include "merge_kernel.h"
+#include "protocol.h"
+
+namespace shesha::core {
+namespace {
+
+constexpr std::uint32_t kMaxSlots = 1u << 24;
+constexpr std::uint32_t kMaxVersionTolerance = 16;
+
+struct Entry {
+    void* handle = nullptr;
+    std::uint8_t* frame = nullptr;
+    std::uint32_t frame_len = 0;
+    std::uint64_t enqueued_at = 0;
+    std::uint32_t dst_ip = 0;
+    std::uint32_t model_version = 0;  // current header value (the minimum over its contributions)
+    std::uint16_t cluster_id = 0;
+    std::uint16_t chunk_index = 0;
+    std::uint16_t elem_count = 0;
+    std::uint16_t contributions = 1;  // current header contrib_count for gradients
+    std::uint16_t l3_offset = 0;
+    std::uint16_t l4_offset = 0;
+    std::uint16_t shesha_offset = 0;
+    bool mergeable = false;
+    bool indexed = false;  // the index maps key(this) to this entry's seq
+    bool marked = false;   // congestion-marked by this queue (at most once)
+};
+
+struct IndexSlot {
+    std::uint64_t key = 0;
+    std::uint64_t seq = 0;
+    bool used = false;
+};
+
+constexpr std::uint64_t make_key(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t version) noexcept {
+    return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
+}
+
+// An arrival flagged mergeable whose offsets do not fit its own frame is treated as not mergeable,
+// so a classifier bug can never make the kernel write outside a frame.
+bool layout_fits(const Arrival& a) noexcept {
+    if (a.frame == nullptr || a.shesha_offset == 0) return false;
+    const std::uint64_t end =
+        std::uint64_t{a.shesha_offset} + proto::kHeaderSize + std::uint64_t{a.elem_count} * sizeof(float);
+    return end <= a.frame_len;
+}
+
+}  // namespace
+
+struct AggregatingQueue::Impl {
+    QueueConfig cfg;
+    std::vector<Entry> ring;
+    std::uint64_t ring_mask;
+    std::uint64_t head = 0;  // seq of the oldest waiting packet
+    std::uint64_t tail = 0;  // seq the next queued packet gets
+    std::uint64_t bytes = 0;
+    std::vector<IndexSlot> index;
+    std::uint64_t index_mask;
+    int index_shift;  // 64 - log2(index size), for Fibonacci hashing
+    QueueStats stats;
+
+    explicit Impl(const QueueConfig& c)
+        : cfg(c),
+          ring(std::bit_ceil(std::clamp<std::uint32_t>(c.capacity_packets, 1, kMaxSlots))),
+          ring_mask(ring.size() - 1),
+          index(ring.size() * 2),
+          index_mask(index.size() - 1),
+          index_shift(64 - std::countr_zero(index.size())) {}
+
+    std::uint32_t depth() const noexcept { return static_cast<std::uint32_t>(tail - head); }
+    Entry& at(std::uint64_t seq) noexcept { return ring[seq & ring_mask]; }
+
+    // ---- index ----
+    std::uint64_t home(std::uint64_t key) const noexcept {
+        return (key * 0x9E3779B97F4A7C15ull) >> index_shift;
+    }
+
+    // Slot holding key, or index.size() if absent.
+    std::size_t index_find(std::uint64_t key) const noexcept {
+        for (std::uint64_t i = home(key);; i = (i + 1) & index_mask) {
+            const IndexSlot& s = index[i];
+            if (!s.used) return index.size();
+            if (s.key == key) return i;
+        }
+    }
+
+    // Points key at seq; a packet it pointed at before stays queued but is no longer a merge target.
+    void index_put(std::uint64_t key, std::uint64_t seq) noexcept {
+        std::uint64_t i = home(key);
+        for (;; i = (i + 1) & index_mask) {
+            IndexSlot& s = index[i];
+            if (!s.used) break;
+            if (s.key == key) {
+                if (s.seq >= head && s.seq < tail) at(s.seq).indexed = false;
+                s.seq = seq;
+                return;
+            }
+        }
+        index[i] = IndexSlot{key, seq, true};
+    }
+
+    void index_erase_slot(std::uint64_t slot) noexcept {
+        std::uint64_t hole = slot;
+        for (std::uint64_t j = (hole + 1) & index_mask;; j = (j + 1) & index_mask) {
+            IndexSlot& s = index[j];
+            if (!s.used) break;
+            // s may fill the hole only if the hole lies cyclically in [home(s), j).
+            if (((j - home(s.key)) & index_mask) >= ((j - hole) & index_mask)) {
+                index[hole] = s;
+                hole = j;
+            }
+        }
+        index[hole] = IndexSlot{};
+    }
+
+    // Removes key -> seq if the key still points at this seq.
+    void index_erase(std::uint64_t key, std::uint64_t seq) noexcept {
+        const std::size_t slot = index_find(key);
+        if (slot != index.size() && index[slot].seq == seq) index_erase_slot(slot);
+    }
+
+    // ---- marking ----
+    void mark(Entry& e) noexcept {
+        if (e.marked) return;
+        e.marked = true;
+        ++stats.marked;
+        if (e.frame == nullptr) return;
+        if (e.shesha_offset != 0) {
+            std::uint8_t* p = e.frame + e.shesha_offset;
+            proto::inplace::set_flags(p, proto::inplace::flags(p) | proto::flag::kCongestionExperienced);
+            if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
+        }
+        if (cfg.mark_ip_ecn && e.l3_offset != 0 && frame::mark_ecn_ce(e.frame + e.l3_offset)) ++stats.ecn_ce_set;
+    }
+
+    // ---- merging ----
+    // The waiting packet a may merge into, or nullptr. refused is set when a waiting packet with a
+    // matching key and destination could not take it (layout differs or contributions would overflow).
+    std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib, bool& refused) noexcept {
+        const std::uint32_t tol = std::min(a.version_tolerance, kMaxVersionTolerance);
+        // Closest version first: exact, then -1, +1, -2, +2, ...
+        for (std::uint32_t d = 0; d <= tol; ++d) {
+            for (int side = 0; side < (d == 0 ? 1 : 2); ++side) {
+                std::uint32_t v;
+                if (side == 0) {
+                    if (a.model_version < d) continue;
+                    v = a.model_version - d;
+                } else {
+                    if (a.model_version > UINT32_MAX - d) continue;
+                    v = a.model_version + d;
+                }
+                const std::size_t slot = index_find(make_key(a.cluster_id, a.chunk_index, v));
+                if (slot == index.size()) continue;
+                const std::uint64_t seq = index[slot].seq;
+                if (seq < head || seq >= tail) continue;  // cannot happen: erased on dequeue
+                const Entry& e = at(seq);
+                if (!e.mergeable || e.dst_ip != a.dst_ip) continue;
+                if (e.elem_count != a.elem_count || e.frame_len != a.frame_len ||
+                    e.shesha_offset != a.shesha_offset ||
+                    std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
+                    refused = true;
+                    continue;
+                }
+                return seq;
+            }
+        }
+        return UINT64_MAX;
+    }
+
+    void merge_into(std::uint64_t seq, const Arrival& a, std::uint16_t arriving_contrib) noexcept {
+        Entry& e = at(seq);
+        std::uint8_t* wp = e.frame + e.shesha_offset;
+        const std::uint8_t* ap = a.frame + a.shesha_offset;
+        add_f32(reinterpret_cast<float*>(wp + proto::kHeaderSize),
+                reinterpret_cast<const float*>(ap + proto::kHeaderSize), e.elem_count);
+
+        e.contributions = static_cast<std::uint16_t>(e.contributions + arriving_contrib);
+        proto::inplace::set_contrib_count(wp, e.contributions);
+        proto::inplace::set_ts_earliest(wp, std::min(proto::inplace::ts_earliest(wp), proto::inplace::ts_earliest(ap)));
+        proto::inplace::set_ts_latest(wp, std::max(proto::inplace::ts_latest(wp), proto::inplace::ts_latest(ap)));
+        const std::uint8_t arriving_flags = proto::inplace::flags(ap);
+        proto::inplace::set_flags(wp, proto::inplace::flags(wp) | proto::flag::kMerged |
+                                          (arriving_flags & proto::flag::kCongestionExperienced));
+        if (a.model_version < e.model_version) {
+            // The merged update is as old as its oldest contribution; re-key it under that version.
+            index_erase(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
+            e.model_version = a.model_version;
+            proto::inplace::set_model_version(wp, e.model_version);
+            index_put(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
+            e.indexed = true;
+        }
+        if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
+        ++stats.merged;
+        stats.bytes_saved += a.frame_len;
+    }
+
+    EnqueueResult enqueue(const Arrival& a, std::uint64_t now) noexcept {
+        const std::uint32_t d = depth();
+        stats.depth_sum += d;
+        ++stats.depth_samples;
+        stats.depth_max = std::max<std::uint64_t>(stats.depth_max, d);
+        const bool mark_now = cfg.mark_depth_packets > 0 && d >= cfg.mark_depth_packets;
+
+        const bool try_merge = cfg.aggregation && a.mergeable;
+        const bool can_merge = try_merge && layout_fits(a);
+        std::uint16_t arriving_contrib = 1;
+        if (try_merge) ++stats.mergeable_arrivals;
+        if (can_merge) {
+            arriving_contrib = proto::inplace::contrib_count(a.frame + a.shesha_offset);
+            bool refused = false;
+            const std::uint64_t target = find_target(a, arriving_contrib, refused);
+            if (target != UINT64_MAX) {
+                merge_into(target, a, arriving_contrib);
+                // The merged packet now carries this arrival's contribution, so it carries its mark too.
+                if (mark_now) mark(at(target));
+                return {EnqueueStatus::Merged, mark_now};
+            }
+            if (refused) ++stats.merge_refused;
+        }
+
+        if (d >= ring.size() || bytes + a.frame_len > cfg.capacity_bytes) {
+            ++stats.dropped;
+            stats.dropped_bytes += a.frame_len;
+            return {EnqueueStatus::DroppedFull, false};
+        }
+
+        const std::uint64_t seq = tail++;
+        Entry& e = at(seq);
+        e = Entry{};
+        e.handle = a.handle;
+        e.frame = a.frame;
+        e.frame_len = a.frame_len;
+        e.enqueued_at = now;
+        e.l3_offset = a.l3_offset;
+        e.l4_offset = a.l4_offset;
+        e.shesha_offset = a.shesha_offset;
+        if (can_merge) {
+            e.mergeable = true;
+            e.dst_ip = a.dst_ip;
+            e.model_version = a.model_version;
+            e.cluster_id = a.cluster_id;
+            e.chunk_index = a.chunk_index;
+            e.elem_count = a.elem_count;
+            e.contributions = arriving_contrib;
+            // The newest packet of a key becomes its merge target: it is the one waiting longest from now.
+            index_put(make_key(a.cluster_id, a.chunk_index, a.model_version), seq);
+            e.indexed = true;
+        }
+        bytes += a.frame_len;
+        ++stats.enqueued;
+        stats.enqueued_bytes += a.frame_len;
+        if (mark_now) mark(e);
+        return {EnqueueStatus::Queued, mark_now};
+    }
+
+    bool dequeue(std::uint64_t now, Departure& out) noexcept {
+        if (head == tail) return false;
+        const std::uint64_t seq = head;
+        Entry& e = at(seq);
+        if (e.indexed) {
+            index_erase(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
+            e.indexed = false;
+        }
+        const std::uint64_t sojourn = now > e.enqueued_at ? now - e.enqueued_at : 0;
+        if (cfg.mark_sojourn_ticks > 0 && sojourn >= cfg.mark_sojourn_ticks) mark(e);
+
+        out.handle = e.handle;
+        out.frame = e.frame;
+        out.frame_len = e.frame_len;
+        out.contributions = e.contributions;
+        out.sojourn_ticks = sojourn;
+        out.marked = e.marked;
+
+        ++head;
+        bytes -= e.frame_len;
+        ++stats.dequeued;
+        stats.dequeued_bytes += e.frame_len;
+        stats.sojourn_sum_ticks += sojourn;
+        stats.sojourn_max_ticks = std::max(stats.sojourn_max_ticks, sojourn);
+        e = Entry{};
+        return true;
+    }
+};
+
+AggregatingQueue::AggregatingQueue(const QueueConfig& cfg) : impl_(std::make_unique<Impl>(cfg)) {}
+
+AggregatingQueue::~AggregatingQueue() = default;
+
+EnqueueResult AggregatingQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
+    return impl_->enqueue(a, now);
+}
+
+std::uint32_t AggregatingQueue::front_len() const noexcept {
+    const Impl& q = *impl_;
+    return q.head == q.tail ? 0 : q.ring[q.head & q.ring_mask].frame_len;
+}
+
+bool AggregatingQueue::dequeue(std::uint64_t now, Departure& out) noexcept { return impl_->dequeue(now, out); }
+
+std::uint32_t AggregatingQueue::depth() const noexcept { return impl_->depth(); }
+
+std::uint64_t AggregatingQueue::depth_bytes() const noexcept { return impl_->bytes; }
+
+std::uint32_t AggregatingQueue::capacity() const noexcept { return static_cast<std::uint32_t>(impl_->ring.size()); }
+
+const QueueStats& AggregatingQueue::stats() const noexcept { return impl_->stats; }
+
+const QueueConfig& AggregatingQueue::config() const noexcept { return impl_->cfg; }
+
+void AggregatingQueue::set_aggregation(bool on) noexcept { impl_->cfg.aggregation = on; }
+
+}  // namespace shesha::core

@@ -1,0 +1,134 @@
+// L2 forwarding database (see fdb.h): linear probing over a power-of-two table kept at most half
+// full, with backward-shift deletion so lookups stay short however many entries age out.
+#include "fdb.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace shesha::core {
+namespace {
+
+std::uint64_t mac_to_u64(const Mac& m) noexcept {
+    std::uint64_t v = 0;
+    for (std::uint8_t b : m) v = (v << 8) | b;
+    return v;
+}
+
+}  // namespace
+
+Fdb::Fdb(std::size_t capacity, std::uint64_t aging_ticks)
+    : table_(std::bit_ceil(std::max<std::size_t>(capacity * 2, 2))), capacity_(capacity),
+      aging_ticks_(aging_ticks) {}
+
+std::size_t Fdb::home_slot(const Mac& mac) const noexcept {
+    // Fibonacci hashing: the multiply spreads vendor-prefix-heavy MACs over the high bits.
+    const std::uint64_t h = mac_to_u64(mac) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(h >> 32) & (table_.size() - 1);
+}
+
+std::size_t Fdb::find_slot(const Mac& mac) const noexcept {
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t i = home_slot(mac);; i = (i + 1) & mask) {
+        const Entry& e = table_[i];
+        if (!e.used) return table_.size();
+        if (e.mac == mac) return i;
+    }
+}
+
+bool Fdb::expired(const Entry& e, std::uint64_t now) const noexcept {
+    return !e.is_static && aging_ticks_ != 0 && now > e.last_seen && now - e.last_seen > aging_ticks_;
+}
+
+void Fdb::erase_slot(std::size_t slot) noexcept {
+    const std::size_t mask = table_.size() - 1;
+    std::size_t hole = slot;
+    for (std::size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
+        Entry& e = table_[j];
+        if (!e.used) break;
+        // e may fill the hole only if the hole lies on its probe path, i.e. cyclically in [home, j).
+        const std::size_t home = home_slot(e.mac);
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            table_[hole] = e;
+            hole = j;
+        }
+    }
+    table_[hole] = Entry{};
+    --size_;
+}
+
+bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
+    const std::size_t found = find_slot(mac);
+    if (found != table_.size()) {
+        table_[found].port = port;
+        table_[found].is_static = true;
+        return true;
+    }
+    if (size_ >= capacity_) return false;
+    const std::size_t mask = table_.size() - 1;
+    std::size_t i = home_slot(mac);
+    while (table_[i].used) i = (i + 1) & mask;
+    table_[i] = Entry{mac, port, true, true, 0};
+    ++size_;
+    return true;
+}
+
+void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
+    if (is_multicast(mac)) return;  // a multicast source is bogus; never learn it
+    const std::size_t mask = table_.size() - 1;
+    std::size_t i = home_slot(mac);
+    for (;; i = (i + 1) & mask) {
+        Entry& e = table_[i];
+        if (!e.used) break;
+        if (e.mac != mac) continue;
+        if (e.is_static) return;
+        if (expired(e, now)) {
+            // Aged but not yet swept: a fresh learning, not a move.
+            ++stats_.learned;
+        } else if (e.port != port) {
+            ++stats_.moved;
+        }
+        e.port = port;
+        e.last_seen = now;
+        return;
+    }
+    if (size_ >= capacity_) {
+        ++stats_.table_full;
+        return;
+    }
+    table_[i] = Entry{mac, port, true, false, now};
+    ++size_;
+    ++stats_.learned;
+}
+
+std::uint16_t Fdb::lookup(const Mac& mac, std::uint64_t now) const noexcept {
+    const std::size_t i = find_slot(mac);
+    if (i == table_.size() || expired(table_[i], now)) return kNoPort;
+    return table_[i].port;
+}
+
+std::size_t Fdb::age(std::uint64_t now) noexcept {
+    if (size_ == 0) return 0;
+    const std::size_t n = table_.size();
+    const std::size_t mask = n - 1;
+    // Start just after an empty slot so no probe cluster wraps past the start of the sweep: a
+    // backward shift then only moves entries into the slot being examined or into slots not yet
+    // reached, and every entry is examined.
+    std::size_t start = 0;
+    while (table_[start].used) ++start;  // exists: load is at most 1/2
+    std::size_t removed = 0;
+    for (std::size_t k = 1; k <= n; ++k) {
+        const std::size_t i = (start + k) & mask;
+        while (table_[i].used && expired(table_[i], now)) {
+            erase_slot(i);
+            ++removed;
+        }
+    }
+    stats_.aged_out += removed;
+    return removed;
+}
+
+std::size_t Fdb::size() const noexcept { return size_; }
+
+const FdbStats& Fdb::stats() const noexcept { return stats_; }
+
+}  // namespace shesha::core
