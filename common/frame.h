@@ -52,8 +52,12 @@ bool mark_ecn_ce(std::uint8_t* ipv4_header) noexcept;
 // Zeroes the UDP checksum (allowed over IPv4): used after the switch rewrites a Shesha payload.
 void clear_udp_checksum(std::uint8_t* udp_header) noexcept;
 
+// Both checksum functions return the value that belongs in the checksum field, computed as if
+// that field were zero (whatever it holds now): store the result, or verify with
+// `ipv4_header_checksum(h, ihl * 4) == stored field`.
 std::uint16_t ipv4_header_checksum(const std::uint8_t* ipv4_header, std::size_t len) noexcept;
-// Full UDP checksum over the IPv4 pseudo-header, UDP header and payload.
+// Full UDP checksum over the IPv4 pseudo-header, UDP header and payload; a computed 0 is returned
+// as 0xFFFF (RFC 768), since 0 in the field means "no checksum".
 std::uint16_t udp_checksum(const std::uint8_t* ipv4_header, const std::uint8_t* udp_header,
                            std::size_t udp_len) noexcept;
 
