@@ -24,12 +24,16 @@ public:
 struct ShaperConfig {
     std::uint64_t rate_bps = 0;        // 0: unshaped. YAML accepts "10G", "250M", "1.5G", 100000000
     std::uint32_t burst_bytes = 16384;
+
+    bool operator==(const ShaperConfig&) const = default;
 };
 
 struct MarkingConfig {
     std::uint32_t depth_packets = 0;   // 0: off
     std::uint32_t sojourn_us = 0;      // 0: off
     bool ip_ecn = true;
+
+    bool operator==(const MarkingConfig&) const = default;
 };
 
 struct PortConfig {
@@ -41,11 +45,15 @@ struct PortConfig {
     std::uint32_t queue_packets = 1024;
     std::uint64_t queue_bytes = 4u << 20;
     MarkingConfig marking;             // defaults from the top-level marking section
+
+    bool operator==(const PortConfig&) const = default;
 };
 
 struct StaticFdbEntry {
     Mac mac{};
     std::string port;                  // a port name
+
+    bool operator==(const StaticFdbEntry&) const = default;
 };
 
 struct ClusterConfig {
@@ -54,6 +62,8 @@ struct ClusterConfig {
     std::uint32_t version_tolerance = 0;
     std::vector<Mac> member_macs;
     std::vector<std::uint32_t> member_ips;  // host byte order
+
+    bool operator==(const ClusterConfig&) const = default;
 };
 
 enum class MalformedAction : std::uint8_t { Forward, Drop };
@@ -86,15 +96,23 @@ struct SwitchConfig {
     std::uint32_t stats_interval_s = 1;  // periodic log line; 0 = off
     std::string stats_json;              // final stats file; empty = none
     bool telemetry = true;               // /shesha/* DPDK telemetry commands
+
+    bool operator==(const SwitchConfig&) const = default;
 };
 
 // Parses YAML text; source names the file in error messages.
 SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string& source = "<config>");
 // Reads and parses a file; a missing or unreadable file is a ConfigError naming the path.
 SwitchConfig load_switch_config(const std::string& path);
+// The effective configuration as YAML that parse_switch_config() reads back to an equal config
+// (per-port marking written out in full). For logs and --print-config.
+std::string to_yaml(const SwitchConfig& cfg);
 
 // Helpers shared with the tools' option parsing.
 std::uint64_t parse_rate_bps(const std::string& text);       // "10G", "250M", "1.5k", "1000"; throws ConfigError
+// Byte sizes: "16384", "64K" (x1000), "4MiB" (x1024^2); K/M/G are decimal, Ki/Mi/Gi binary, a
+// trailing "B" is optional. Throws ConfigError.
+std::uint64_t parse_byte_size(const std::string& text);
 std::optional<Mac> parse_mac(const std::string& text);       // "02:00:00:00:00:01"
 std::optional<std::uint32_t> parse_ipv4(const std::string& text);  // dotted quad -> host order
 std::string format_mac(const Mac& m);
