@@ -20,12 +20,33 @@
 namespace shesha::core {
 namespace {
 
+// x86 returns the first source operand's NaN when both operands are NaN, but addition is
+// commutative to the compiler, which may swap the operands differently in each kernel. Pinning
+// the order with one instruction of inline asm (dst is always the first source) keeps NaN payloads
+// identical across kernels too. Each helper is exactly one IEEE addition per lane.
+inline float add_pinned(float d, float s) noexcept {
+    asm("addss %1, %0" : "+x"(d) : "x"(s));
+    return d;
+}
+
+__attribute__((target("avx2"))) inline __m256 add_pinned(__m256 d, __m256 s) noexcept {
+    __m256 r;
+    asm("vaddps %2, %1, %0" : "=x"(r) : "x"(d), "x"(s));  // AT&T order: r = d + s, d first
+    return r;
+}
+
+__attribute__((target("avx512f"))) inline __m512 add_pinned(__m512 d, __m512 s) noexcept {
+    __m512 r;
+    asm("vaddps %2, %1, %0" : "=v"(r) : "v"(d), "v"(s));
+    return r;
+}
+
 inline void add_one(float* dst, const float* src) noexcept {
     float d;
     float s;
     std::memcpy(&d, dst, sizeof d);
     std::memcpy(&s, src, sizeof s);
-    d = d + s;
+    d = add_pinned(d, s);
     std::memcpy(dst, &d, sizeof d);
 }
 
@@ -41,11 +62,11 @@ __attribute__((target("avx2"))) void add_f32_avx2(float* dst, const float* src, 
         const __m256 d1 = _mm256_loadu_ps(dst + i + 8);
         const __m256 s0 = _mm256_loadu_ps(src + i);
         const __m256 s1 = _mm256_loadu_ps(src + i + 8);
-        _mm256_storeu_ps(dst + i, _mm256_add_ps(d0, s0));
-        _mm256_storeu_ps(dst + i + 8, _mm256_add_ps(d1, s1));
+        _mm256_storeu_ps(dst + i, add_pinned(d0, s0));
+        _mm256_storeu_ps(dst + i + 8, add_pinned(d1, s1));
     }
     for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(dst + i, _mm256_add_ps(_mm256_loadu_ps(dst + i), _mm256_loadu_ps(src + i)));
+        _mm256_storeu_ps(dst + i, add_pinned(_mm256_loadu_ps(dst + i), _mm256_loadu_ps(src + i)));
     }
     for (; i < n; ++i) add_one(dst + i, src + i);
 }
@@ -57,22 +78,23 @@ __attribute__((target("avx512f"))) void add_f32_avx512(float* dst, const float* 
         const __m512 d1 = _mm512_loadu_ps(dst + i + 16);
         const __m512 s0 = _mm512_loadu_ps(src + i);
         const __m512 s1 = _mm512_loadu_ps(src + i + 16);
-        _mm512_storeu_ps(dst + i, _mm512_add_ps(d0, s0));
-        _mm512_storeu_ps(dst + i + 16, _mm512_add_ps(d1, s1));
+        _mm512_storeu_ps(dst + i, add_pinned(d0, s0));
+        _mm512_storeu_ps(dst + i + 16, add_pinned(d1, s1));
     }
     for (; i + 16 <= n; i += 16) {
-        _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
+        _mm512_storeu_ps(dst + i, add_pinned(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
     }
     if (i < n) {
         // Masked-off lanes are neither read (no fault past the end) nor written.
         const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
         const __m512 d = _mm512_maskz_loadu_ps(m, dst + i);
         const __m512 s = _mm512_maskz_loadu_ps(m, src + i);
-        _mm512_mask_storeu_ps(dst + i, m, _mm512_add_ps(d, s));
+        _mm512_mask_storeu_ps(dst + i, m, add_pinned(d, s));
     }
 }
 
 bool cpu_has(SimdLevel l) noexcept {
+    __builtin_cpu_init();  // idempotent; needed if the first call comes from a static initialiser
     switch (l) {
     case SimdLevel::Scalar: return true;
     case SimdLevel::Avx2: return __builtin_cpu_supports("avx2");

@@ -1,7 +1,8 @@
 // Element-wise fp32 addition used to merge gradients: dst[i] += src[i].
 // The implementation is chosen once at run time from the CPU's flags (AVX-512F, AVX2, scalar).
 // Every variant does exactly one IEEE 754 binary32 addition per element, in the same order, so
-// results are bit-identical to the scalar loop. Pointers need no alignment (Shesha payloads start
+// results are bit-identical to the scalar loop. When both operands are NaN, the result is dst's
+// NaN (quieted), in every variant. Pointers need no alignment (Shesha payloads start
 // at odd offsets inside frames). Elements are little-endian, as on the wire.
 #pragma once
 
