@@ -1,0 +1,114 @@
+#include "tool_util.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+
+namespace shesha::tools {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+std::uint64_t clock_ns(clockid_t id) noexcept {
+    timespec ts{};
+    clock_gettime(id, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+bool set_int_option(int fd, int level, int name, int value, std::string& err, const char* what) {
+    if (setsockopt(fd, level, name, &value, sizeof value) == 0) return true;
+    err = std::string("setsockopt ") + what + ": " + std::strerror(errno);
+    return false;
+}
+}  // namespace
+
+std::uint64_t realtime_ns() noexcept { return clock_ns(CLOCK_REALTIME); }
+std::uint64_t monotonic_ns() noexcept { return clock_ns(CLOCK_MONOTONIC); }
+
+void install_stop_signals() noexcept {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() noexcept { return g_stop != 0; }
+
+std::optional<in_addr> parse_ipv4(std::string_view text) {
+    const std::string s(text);
+    in_addr addr{};
+    if (inet_pton(AF_INET, s.c_str(), &addr) != 1) return std::nullopt;
+    return addr;
+}
+
+std::string format_endpoint(const sockaddr_in& addr) {
+    char buf[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+std::string json_key(std::string_view text) {
+    std::string s(text);
+    for (char& c : s) c = (c == ' ' || c == '-' || c == '/') ? '_' : c;
+    return s;
+}
+
+int open_udp_socket(const UdpSocketOptions& opts, std::string& err) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        err = std::string("socket: ") + std::strerror(errno);
+        return -1;
+    }
+    bool ok = true;
+    if (opts.rcvbuf_bytes > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &opts.rcvbuf_bytes, sizeof(int)) != 0) {
+        // Not root: fall back to the unprivileged option, capped by net.core.rmem_max.
+        ok = set_int_option(fd, SOL_SOCKET, SO_RCVBUF, opts.rcvbuf_bytes, err, "SO_RCVBUF");
+    }
+    if (ok && opts.sndbuf_bytes > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &opts.sndbuf_bytes, sizeof(int)) != 0)
+        ok = set_int_option(fd, SOL_SOCKET, SO_SNDBUF, opts.sndbuf_bytes, err, "SO_SNDBUF");
+    if (ok && opts.tos) ok = set_int_option(fd, IPPROTO_IP, IP_TOS, *opts.tos, err, "IP_TOS");
+    if (ok && opts.receive_tos) ok = set_int_option(fd, IPPROTO_IP, IP_RECVTOS, 1, err, "IP_RECVTOS");
+    if (ok && opts.receive_drop_count) ok = set_int_option(fd, SOL_SOCKET, SO_RXQ_OVFL, 1, err, "SO_RXQ_OVFL");
+    if (ok && (opts.bind_addr || opts.bind_port != 0)) {
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(opts.bind_port);
+        sa.sin_addr.s_addr = opts.bind_addr ? opts.bind_addr->s_addr : htonl(INADDR_ANY);
+        if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
+            err = "bind " + format_endpoint(sa) + ": " + std::strerror(errno);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+std::optional<VersionPattern> VersionPattern::parse(std::string_view text) {
+    if (text == "lockstep") return VersionPattern{Kind::Lockstep, 0};
+    constexpr std::string_view kSkew = "skew:";
+    if (text.substr(0, kSkew.size()) != kSkew) return std::nullopt;
+    const std::string_view digits = text.substr(kSkew.size());
+    std::uint32_t lag = 0;
+    const auto res = std::from_chars(digits.data(), digits.data() + digits.size(), lag);
+    if (digits.empty() || res.ec != std::errc{} || res.ptr != digits.data() + digits.size()) return std::nullopt;
+    return VersionPattern{Kind::Skew, lag};
+}
+
+std::uint32_t VersionPattern::base_version(std::uint64_t now_realtime_ns, std::uint32_t period_ms) noexcept {
+    const std::uint64_t period_ns = std::uint64_t{period_ms == 0 ? 1u : period_ms} * 1'000'000ull;
+    return static_cast<std::uint32_t>(now_realtime_ns / period_ns);  // modulo 2^32 by truncation
+}
+
+}  // namespace shesha::tools
