@@ -1,0 +1,183 @@
+// Unit tests for tools/common: the pieces of shesha-gen / shesha-sink that hold logic.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "aom_tracker.h"
+#include "json_writer.h"
+#include "latency_histogram.h"
+#include "tool_util.h"
+
+using shesha::tools::AomTracker;
+using shesha::tools::JsonWriter;
+using shesha::tools::LatencyHistogram;
+using shesha::tools::VersionPattern;
+
+namespace {
+constexpr std::uint64_t kMs = 1'000'000;
+}
+
+TEST_CASE("histogram buckets cover every value with bounded relative error") {
+    std::mt19937_64 rng(7);
+    std::vector<std::uint64_t> values = {0, 1, 63, 64, 65, 127, 128, 1000, 123456789, UINT64_MAX, UINT64_MAX - 1,
+                                         std::uint64_t{1} << 63};
+    for (int i = 0; i < 10000; ++i) values.push_back(rng() >> (rng() % 64));
+    std::size_t previous_bucket = 0;
+    for (const std::uint64_t v : values) {
+        const std::size_t b = LatencyHistogram::bucket_of(v);
+        REQUIRE(b < LatencyHistogram::kBucketCount);
+        const std::uint64_t upper = LatencyHistogram::bucket_upper_bound(b);
+        REQUIRE(upper >= v);
+        REQUIRE(LatencyHistogram::bucket_of(upper) == b);
+        // upper - v < bucket width <= v / 64
+        REQUIRE(static_cast<double>(upper - v) <= static_cast<double>(v) / 64.0);
+        (void)previous_bucket;
+    }
+    // Buckets are ordered: consecutive upper bounds increase and the next bucket starts right after.
+    for (std::size_t b = 0; b + 1 < LatencyHistogram::kBucketCount; ++b) {
+        REQUIRE(LatencyHistogram::bucket_of(LatencyHistogram::bucket_upper_bound(b) + 1) == b + 1);
+    }
+    REQUIRE(LatencyHistogram::bucket_upper_bound(LatencyHistogram::kBucketCount - 1) == UINT64_MAX);
+}
+
+TEST_CASE("histogram percentiles, mean and max") {
+    LatencyHistogram h;
+    REQUIRE(h.count() == 0);
+    REQUIRE(h.percentile(0.5) == 0);
+    REQUIRE(h.mean() == 0.0);
+    for (std::uint64_t v = 1; v <= 10; ++v) h.add(v);  // small values have exact buckets
+    REQUIRE(h.count() == 10);
+    REQUIRE(h.min() == 1);
+    REQUIRE(h.max() == 10);
+    REQUIRE(h.mean() == 5.5);
+    REQUIRE(h.percentile(0.5) == 5);
+    REQUIRE(h.percentile(0.51) == 6);
+    REQUIRE(h.percentile(0.99) == 10);
+    REQUIRE(h.percentile(1.0) == 10);
+    REQUIRE(h.percentile(0.0) == 1);
+
+    LatencyHistogram big;
+    for (int i = 0; i < 99; ++i) big.add(1'000'000);  // 1 ms
+    big.add(50'000'000);                              // one 50 ms outlier
+    REQUIRE(big.percentile(0.5) >= 1'000'000);
+    REQUIRE(big.percentile(0.5) <= 1'000'000 + 1'000'000 / 64);
+    REQUIRE(big.percentile(0.99) <= 1'000'000 + 1'000'000 / 64);
+    REQUIRE(big.percentile(0.999) == 50'000'000);  // clamped to the exact max
+    REQUIRE(big.max() == 50'000'000);
+}
+
+TEST_CASE("AoM samples on a 1 ms grid from the first arrival") {
+    AomTracker aom;
+    REQUIRE_FALSE(aom.started());
+    aom.advance(100 * kMs);  // nothing received yet: no samples
+    REQUIRE(aom.samples() == 0);
+
+    aom.on_receive(10 * kMs, 0);            // L = 0, ticks at 11, 12, ... ms
+    aom.on_receive(13 * kMs + 500'000, 12 * kMs);  // ticks 11,12,13 see L=0: 11, 12, 13 ms
+    REQUIRE(aom.samples() == 3);
+    REQUIRE(aom.mean_ns() == Approx(12.0 * kMs));
+    REQUIRE(aom.peak_ns() == static_cast<std::int64_t>(13 * kMs));
+    aom.on_receive(14 * kMs + 100, 5 * kMs);  // older generation: L stays 12 ms; tick 14 sees 2 ms
+    REQUIRE(aom.latest_generation_ns() == 12 * kMs);
+    aom.advance(16 * kMs);  // ticks 15, 16: 3 and 4 ms
+    REQUIRE(aom.samples() == 6);
+    REQUIRE(aom.mean_ns() == Approx((11.0 + 12 + 13 + 2 + 3 + 4) / 6 * kMs));
+    REQUIRE(aom.peak_ns() == static_cast<std::int64_t>(13 * kMs));
+    aom.advance(16 * kMs + 999'999);  // no new tick yet
+    REQUIRE(aom.samples() == 6);
+}
+
+TEST_CASE("AoM closed form equals sampling every millisecond") {
+    std::mt19937_64 rng(42);
+    AomTracker aom;
+    // Brute force reference: walk every tick, apply arrivals in time order.
+    struct Arrival { std::uint64_t at, gen; };
+    std::vector<Arrival> arrivals;
+    std::uint64_t t = 1'000 * kMs;
+    for (int i = 0; i < 2000; ++i) {
+        t += rng() % (5 * kMs);  // gaps of 0..5 ms, often several per tick, sometimes none for ticks
+        const std::uint64_t delay = rng() % (3 * kMs);
+        arrivals.push_back({t, t - delay});
+    }
+    const std::uint64_t end = t + 7 * kMs + 3;
+    for (const Arrival& a : arrivals) aom.on_receive(a.at, a.gen);
+    aom.advance(end);
+
+    std::uint64_t latest = arrivals[0].gen;
+    std::size_t next = 1;
+    double sum = 0;
+    std::uint64_t n = 0;
+    std::int64_t peak = INT64_MIN;
+    for (std::uint64_t tick = arrivals[0].at + kMs; tick <= end; tick += kMs) {
+        while (next < arrivals.size() && arrivals[next].at < tick) latest = std::max(latest, arrivals[next++].gen);
+        const auto value = static_cast<std::int64_t>(tick - latest);
+        sum += static_cast<double>(value);
+        ++n;
+        peak = std::max(peak, value);
+    }
+    REQUIRE(aom.samples() == n);
+    REQUIRE(aom.peak_ns() == peak);
+    REQUIRE(aom.mean_ns() == Approx(sum / static_cast<double>(n)).epsilon(1e-12));
+}
+
+TEST_CASE("JSON writer output") {
+    JsonWriter j;
+    j.begin_object();
+    j.field("name", "a\"b\\c\n");
+    j.field("n", std::uint64_t{18446744073709551615ull});
+    j.field("neg", std::int64_t{-3});
+    j.field("x", 0.25);
+    j.field("nan", std::nan(""));
+    j.field("ok", true);
+    j.begin_array("list");
+    j.begin_object().field("id", 1).end_object();
+    j.end_array();
+    j.begin_object("empty").end_object();
+    j.end_object();
+    REQUIRE(j.str() ==
+            "{\n"
+            "  \"name\": \"a\\\"b\\\\c\\n\",\n"
+            "  \"n\": 18446744073709551615,\n"
+            "  \"neg\": -3,\n"
+            "  \"x\": 0.25,\n"
+            "  \"nan\": null,\n"
+            "  \"ok\": true,\n"
+            "  \"list\": [\n"
+            "    {\n"
+            "      \"id\": 1\n"
+            "    }\n"
+            "  ],\n"
+            "  \"empty\": {}\n"
+            "}\n");
+    std::string esc;
+    JsonWriter::append_escaped(esc, std::string_view("\x01", 1));
+    REQUIRE(esc == "\"\\u0001\"");
+}
+
+TEST_CASE("version pattern parsing and base version") {
+    const auto lock = VersionPattern::parse("lockstep");
+    REQUIRE(lock);
+    REQUIRE(lock->kind == VersionPattern::Kind::Lockstep);
+    const auto skew = VersionPattern::parse("skew:3");
+    REQUIRE(skew);
+    REQUIRE(skew->kind == VersionPattern::Kind::Skew);
+    REQUIRE(skew->max_lag == 3);
+    for (const char* bad : {"", "skew", "skew:", "skew:-1", "skew:3x", "skew: 3", "Lockstep", "skew:99999999999"})
+        REQUIRE_FALSE(VersionPattern::parse(bad));
+    REQUIRE(VersionPattern::base_version(250 * kMs, 100) == 2);
+    REQUIRE(VersionPattern::base_version(299'999'999, 100) == 2);
+    REQUIRE(VersionPattern::base_version(300 * kMs, 100) == 3);
+    // Truncated modulo 2^32: the same for every process at the same wall-clock time.
+    REQUIRE(VersionPattern::base_version((std::uint64_t{1} << 32) * kMs + 5 * kMs, 1) == 5);
+}
+
+TEST_CASE("helpers: IPv4 parsing and JSON keys") {
+    REQUIRE(shesha::tools::parse_ipv4("127.0.0.1"));
+    REQUIRE_FALSE(shesha::tools::parse_ipv4("127.0.0"));
+    REQUIRE_FALSE(shesha::tools::parse_ipv4("localhost"));
+    REQUIRE_FALSE(shesha::tools::parse_ipv4("1.2.3.256"));
+    REQUIRE(shesha::tools::json_key("bad chunk index/count") == "bad_chunk_index_count");
+}
