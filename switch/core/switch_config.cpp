@@ -86,6 +86,7 @@ std::pair<std::string_view, std::string_view> split_number_unit(std::string_view
 }
 
 std::string format_rate(std::uint64_t bps) {
+    if (bps != 0 && bps % 1'000'000'000'000 == 0) return fmt::format("{}T", bps / 1'000'000'000'000);
     if (bps != 0 && bps % 1'000'000'000 == 0) return fmt::format("{}G", bps / 1'000'000'000);
     if (bps != 0 && bps % 1'000'000 == 0) return fmt::format("{}M", bps / 1'000'000);
     if (bps != 0 && bps % 1'000 == 0) return fmt::format("{}k", bps / 1'000);
@@ -99,19 +100,20 @@ std::string format_bytes(std::uint64_t bytes) {
     return std::to_string(bytes);
 }
 
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+// neighbouring characters ("burts" is one step from "burst").
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
         }
     }
-    return row[b.size()];
+    return d[a.size()][b.size()];
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
@@ -156,8 +158,8 @@ class Reader;
 class MapView {
 public:
     std::optional<Value> get(std::string_view key) const {
-        for (const auto& [k, v] : entries_)
-            if (k == key) return v;
+        for (const Entry& e : entries_)
+            if (e.name == key) return e.value;
         return std::nullopt;
     }
     Value require(std::string_view key) const;
@@ -169,7 +171,12 @@ private:
     const Reader* reader_ = nullptr;
     std::string path_;
     YAML::Mark mark_;
-    std::vector<std::pair<std::string, Value>> entries_;
+    struct Entry {
+        std::string name;
+        YAML::Mark key_mark;
+        Value value;
+    };
+    std::vector<Entry> entries_;
 };
 
 class Reader {
@@ -200,12 +207,14 @@ public:
             const std::string path = child_path(v.path, name);
             if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
                 fail(key.Mark(), path, unknown_key_message(name, allowed));
-            if (view.get(name))
+            if (auto first = std::find_if(view.entries_.begin(), view.entries_.end(),
+                                          [&](const MapView::Entry& e) { return e.name == name; });
+                first != view.entries_.end())
                 fail(key.Mark(), path, fmt::format("duplicate key '{}' (first given on line {})", name,
-                                                   view.get(name)->mark.line + 1));
+                                                   first->key_mark.line + 1));
             const YAML::Node& value = pair.second;
             const YAML::Mark value_mark = value.IsNull() ? key.Mark() : value.Mark();
-            view.entries_.emplace_back(name, Value{value, path, value_mark});
+            view.entries_.push_back(MapView::Entry{name, key.Mark(), Value{value, path, value_mark}});
         }
         return view;
     }
@@ -293,16 +302,22 @@ private:
     }
 
     static std::string unknown_key_message(const std::string& name, std::initializer_list<std::string_view> allowed) {
+        // Suggest the closest allowed key if it is a plausible typo, or one that contains the given
+        // name ("tolerance" -> "version_tolerance").
+        const std::string lower = lowercase(name);
         std::string best;
         std::size_t best_distance = std::numeric_limits<std::size_t>::max();
         for (std::string_view candidate : allowed) {
-            const std::size_t d = edit_distance(lowercase(name), candidate);
+            std::size_t d = edit_distance(lower, candidate);
+            if (d > std::max<std::size_t>(1, candidate.size() / 3) &&
+                !(lower.size() >= 4 && candidate.find(lower) != std::string_view::npos))
+                continue;
             if (d < best_distance) {
                 best_distance = d;
                 best = std::string(candidate);
             }
         }
-        const bool close = best_distance <= std::max<std::size_t>(1, best.size() / 3);
+        const bool close = !best.empty();
         return fmt::format("unknown key '{}'{}; expected one of: {}", name,
                            close ? fmt::format(" (did you mean '{}'?)", best) : std::string(), list_keys(allowed));
     }
@@ -334,7 +349,9 @@ bool valid_port_name(const std::string& name) {
     });
 }
 
-PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marking_defaults) {
+// default_depth: where the top-level marking.depth_packets was given, if it was.
+PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marking_defaults,
+                     const std::optional<Value>& default_depth) {
     PortConfig p;
     p.marking = marking_defaults;
     const MapView map = r.map(v, {"name", "device", "rx_desc", "tx_desc", "shaper", "queue", "marking"});
@@ -363,10 +380,11 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
             r.fail(*y, fmt::format("expected at most queue.packets ({}) or 0 (off): a deeper threshold can never trigger, got {}",
                                    p.queue_packets, p.marking.depth_packets));
     }
-    if (p.marking.depth_packets > p.queue_packets)  // inherited from the top-level marking section
-        r.fail(v, fmt::format("marking.depth_packets {} (from the top-level marking section) exceeds queue.packets {}: "
-                              "expected a queue at least as deep as the marking threshold",
-                              p.marking.depth_packets, p.queue_packets));
+    if (p.marking.depth_packets > p.queue_packets && default_depth)  // inherited from the top level
+        r.fail(*default_depth,
+               fmt::format("expected at most the queue.packets of every port that inherits it ({} has {}) or 0 (off): "
+                           "a deeper threshold can never trigger, got {}",
+                           v.path, p.queue_packets, p.marking.depth_packets));
     return p;
 }
 
@@ -426,7 +444,11 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
 
     // The top-level marking section holds defaults for every port, so it is read before the ports.
     MarkingConfig marking_defaults;
-    if (auto x = top.get("marking")) marking_defaults = read_marking(r, *x, marking_defaults);
+    std::optional<Value> default_depth;
+    if (auto x = top.get("marking")) {
+        marking_defaults = read_marking(r, *x, marking_defaults);
+        default_depth = r.map(*x, {"depth_packets", "sojourn_us", "ip_ecn"}).get("depth_packets");
+    }
 
     const Value ports = top.require("ports");
     const std::vector<Value> port_values = r.list(ports, "ports (mappings with name and device)");
@@ -434,7 +456,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     if (port_values.size() > kMaxPorts)
         r.fail(ports, fmt::format("expected at most {} ports (RTE_MAX_ETHPORTS), got {}", kMaxPorts, port_values.size()));
     for (std::size_t i = 0; i < port_values.size(); ++i) {
-        PortConfig p = read_port(r, port_values[i], marking_defaults);
+        PortConfig p = read_port(r, port_values[i], marking_defaults, default_depth);
         for (std::size_t j = 0; j < cfg.ports.size(); ++j) {
             const MapView map = r.map(port_values[i], {"name", "device", "rx_desc", "tx_desc", "shaper", "queue", "marking"});
             if (cfg.ports[j].name == p.name)
@@ -662,10 +684,10 @@ std::string to_yaml(const SwitchConfig& cfg) {
         out << YAML::Key << "tx_desc" << YAML::Value << p.tx_desc;
         out << YAML::Key << "shaper" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "rate" << YAML::Value << format_rate(p.shaper.rate_bps)
-            << YAML::Key << "burst_bytes" << YAML::Value << p.shaper.burst_bytes << YAML::EndMap;
+            << YAML::Key << "burst_bytes" << YAML::Value << format_bytes(p.shaper.burst_bytes) << YAML::EndMap;
         out << YAML::Key << "queue" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "packets" << YAML::Value << p.queue_packets
-            << YAML::Key << "bytes" << YAML::Value << p.queue_bytes << YAML::EndMap;
+            << YAML::Key << "bytes" << YAML::Value << format_bytes(p.queue_bytes) << YAML::EndMap;
         out << YAML::Key << "marking" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "depth_packets" << YAML::Value << p.marking.depth_packets
             << YAML::Key << "sojourn_us" << YAML::Value << p.marking.sojourn_us
