@@ -1,0 +1,28 @@
+// The shesha-bench subcommands; each returns its result tables.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+namespace shesha::bench {
+
+Table run_merge_bench(const RunOptions& opt);
+Table run_queue_bench(const RunOptions& opt);
+
+// Forwarding needs DPDK processes (shesha-switch and dpdk-testpmd).
+struct ForwardOptions {
+    std::string switch_binary;   // path to shesha-switch
+    std::string testpmd_binary = "dpdk-testpmd";
+    std::string work_dir;        // scratch directory for configs, pcaps and logs
+};
+struct ForwardResult {
+    std::vector<Table> tables;   // already printed
+    bool skipped = false;        // DPDK cannot run here: nothing measured
+    bool failed = false;         // a run failed (details in the tables' notes)
+    std::string reason;          // why skipped or failed
+};
+ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd);
+
+}  // namespace shesha::bench

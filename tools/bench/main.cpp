@@ -1,0 +1,113 @@
+// shesha-bench: performance numbers for Shesha against references measured in the same run.
+//
+//   shesha-bench merge    merge kernels vs memcpy and a non-vectorised scalar loop
+//   shesha-bench queue    AggregatingQueue vs a plain pointer ring
+//   shesha-bench forward  shesha-switch vs dpdk-testpmd io forwarding (net_null / net_pcap ports)
+//   shesha-bench all      everything
+// Common flags: --quick (smoke run), --json FILE (machine-readable results).
+// Exit status: 0, 1 if a measurement produced a non-finite number or could not run, 77 if the
+// forwarding benchmark was skipped because DPDK cannot run here (the others still ran).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_main.h"
+#include "bench_util.h"
+#include "merge_kernel.h"
+
+namespace {
+
+std::filesystem::path self_dir() {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::filesystem::current_path() : exe.parent_path();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace shesha::bench;
+    CLI::App app{"shesha-bench: Shesha performance against same-run references"};
+    app.require_subcommand(1);
+    app.fallthrough();  // global flags may follow the subcommand
+
+    RunOptions opt;
+    std::string json_path;
+    ForwardOptions fwd;
+    // Built next to us in the same build tree (tools/bench -> switch/dpdk).
+    fwd.switch_binary = (self_dir() / "../../switch/dpdk/shesha-switch").lexically_normal().string();
+    app.add_flag("--quick", opt.quick, "smoke run: few repetitions, ~1 s forwarding windows");
+    app.add_option("--json", json_path, "also write the result tables to this JSON file");
+    app.add_option("--seconds", opt.seconds, "measurement window per forwarding run")->check(CLI::Range(0.2, 60.0));
+    app.add_option("--switch", fwd.switch_binary, "shesha-switch binary")->capture_default_str();
+    app.add_option("--testpmd", fwd.testpmd_binary, "dpdk-testpmd binary")->capture_default_str();
+    app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
+
+    auto* merge_cmd = app.add_subcommand("merge", "merge kernel throughput vs memcpy and a scalar loop");
+    auto* queue_cmd = app.add_subcommand("queue", "AggregatingQueue vs a plain pointer ring");
+    auto* forward_cmd = app.add_subcommand("forward", "shesha-switch vs dpdk-testpmd forwarding");
+    auto* all_cmd = app.add_subcommand("all", "every benchmark");
+    CLI11_PARSE(app, argc, argv);
+
+    const bool all = all_cmd->parsed();
+    if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 1.0;
+
+    fmt::print("shesha-bench on {} ({} CPUs), best SIMD {}{}\n", cpu_model(), online_cpus(),
+               shesha::core::to_string(shesha::core::detect_simd()), opt.quick ? ", QUICK run" : "");
+    std::fflush(stdout);
+
+    std::vector<Table> tables;
+    bool skipped = false;
+    std::string skip_reason;
+    int status = 0;
+    if (all || merge_cmd->parsed()) {
+        tables.push_back(run_merge_bench(opt));
+        tables.back().print();
+    }
+    if (all || queue_cmd->parsed()) {
+        tables.push_back(run_queue_bench(opt));
+        tables.back().print();
+    }
+    if (all || forward_cmd->parsed()) {
+        try {
+            ForwardResult r = run_forward_bench(opt, fwd);
+            for (Table& t : r.tables) tables.push_back(std::move(t));
+            skipped = r.skipped;
+            skip_reason = r.reason;
+            if (r.skipped) fmt::print("\nforward: SKIPPED: {}\n", r.reason);
+            if (r.failed) {
+                fmt::print(stderr, "forward: FAILED: {}\n", r.reason);
+                status = 1;
+            }
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "forward: {}\n", e.what());
+            status = 1;
+        }
+    }
+
+    for (const Table& t : tables) {
+        if (!t.all_finite()) {
+            fmt::print(stderr, "error: '{}' has a non-finite measurement\n", t.name());
+            status = 1;
+        }
+    }
+    if (!json_path.empty()) {
+        std::ofstream out(json_path);
+        out << fmt::format("{{\"cpu\": \"{}\", \"cpus\": {}, \"simd\": \"{}\", \"quick\": {}, \"skipped\": \"{}\", "
+                           "\"tables\": [\n  ",
+                           json_escape(cpu_model()), online_cpus(), shesha::core::to_string(shesha::core::detect_simd()),
+                           opt.quick ? "true" : "false", json_escape(skip_reason));
+        for (std::size_t i = 0; i < tables.size(); ++i) out << (i ? ",\n  " : "") << tables[i].to_json();
+        out << "\n]}\n";
+        if (!out) {
+            fmt::print(stderr, "error: cannot write {}\n", json_path);
+            status = 1;
+        }
+    }
+    if (status == 0 && skipped) return 77;
+    return status;
+}
