@@ -463,6 +463,12 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                 r.fail(map.require("name"), fmt::format("duplicate port name '{}' (first used by ports[{}])", p.name, j));
             if (cfg.ports[j].device == p.device)
                 r.fail(map.require("device"), fmt::format("duplicate device '{}' (already used by ports[{}])", p.device, j));
+            // DPDK names a vdev by the part before its first comma; two ports cannot share it.
+            const std::string name = p.device.substr(0, p.device.find(','));
+            if (cfg.ports[j].device.substr(0, cfg.ports[j].device.find(',')) == name)
+                r.fail(map.require("device"),
+                       fmt::format("duplicate device name '{}' (already used by ports[{}]): expected a distinct name "
+                                   "before the first comma, e.g. net_af_packet0, net_af_packet1", name, j));
         }
         cfg.ports.push_back(std::move(p));
     }
