@@ -1,0 +1,113 @@
+// ClusterPolicy: verdicts per cluster, membership by MAC or IP, sorted lookup.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+#include "cluster_policy.h"
+
+using namespace shesha::core;
+
+namespace {
+const Mac kMacA{0x02, 0, 0, 0, 0, 0x0A};
+const Mac kMacB{0x02, 0, 0, 0, 0, 0x0B};
+const Mac kMacC{0x02, 0, 0, 0, 0, 0x0C};
+constexpr std::uint32_t kIpA = 0x0A00000A;
+constexpr std::uint32_t kIpB = 0x0A00000B;
+constexpr std::uint32_t kIpC = 0x0A00000C;
+
+std::vector<ClusterRule> sample_rules() {
+    ClusterRule by_mac;
+    by_mac.cluster_id = 7;
+    by_mac.version_tolerance = 2;
+    by_mac.allowed_macs = {kMacB, kMacA};  // unsorted on purpose
+    ClusterRule by_ip;
+    by_ip.cluster_id = 3;
+    by_ip.version_tolerance = 0;
+    by_ip.allowed_ips = {kIpB, kIpA};
+    ClusterRule off;
+    off.cluster_id = 5;
+    off.aggregation = false;
+    off.allowed_macs = {kMacA};
+    ClusterRule nobody;
+    nobody.cluster_id = 9;
+    return {by_mac, by_ip, off, nobody};
+}
+}  // namespace
+
+TEST_CASE("verdicts per cluster", "[cluster_policy]") {
+    const auto rules = sample_rules();
+    const ClusterPolicy policy(rules, NonMemberAction::Drop);
+    CHECK(policy.cluster_count() == 4);
+    CHECK(policy.non_member_action() == NonMemberAction::Drop);
+    std::uint32_t tol = 99;
+
+    CHECK(policy.check(7, kMacA, kIpC, tol) == MergeVerdict::Merge);
+    CHECK(tol == 2);
+    tol = 99;
+    CHECK(policy.check(7, kMacB, 0, tol) == MergeVerdict::Merge);
+    CHECK(tol == 2);
+    CHECK(policy.check(7, kMacC, kIpA, tol) == MergeVerdict::NotMember);  // IP list is empty here
+
+    tol = 99;
+    CHECK(policy.check(3, kMacC, kIpA, tol) == MergeVerdict::Merge);  // member by IP
+    CHECK(tol == 0);
+    CHECK(policy.check(3, kMacA, kIpC, tol) == MergeVerdict::NotMember);
+
+    CHECK(policy.check(5, kMacA, kIpA, tol) == MergeVerdict::NoAggregation);
+    CHECK(policy.check(9, kMacA, kIpA, tol) == MergeVerdict::NotMember);  // empty lists: nobody
+    CHECK(policy.check(4, kMacA, kIpA, tol) == MergeVerdict::UnknownCluster);
+    CHECK(policy.check(0, kMacA, kIpA, tol) == MergeVerdict::UnknownCluster);
+    CHECK(policy.check(0xFFFF, kMacA, kIpA, tol) == MergeVerdict::UnknownCluster);
+}
+
+TEST_CASE("tolerance is left alone unless the verdict is Merge", "[cluster_policy]") {
+    const auto rules = sample_rules();
+    const ClusterPolicy policy(rules, NonMemberAction::ForwardUnmerged);
+    std::uint32_t tol = 1234;
+    CHECK(policy.check(7, kMacC, kIpC, tol) == MergeVerdict::NotMember);
+    CHECK(tol == 1234);
+    CHECK(policy.check(5, kMacA, kIpA, tol) == MergeVerdict::NoAggregation);
+    CHECK(tol == 1234);
+}
+
+TEST_CASE("an empty policy knows no cluster", "[cluster_policy]") {
+    const ClusterPolicy policy;
+    std::uint32_t tol = 0;
+    CHECK(policy.cluster_count() == 0);
+    CHECK(policy.non_member_action() == NonMemberAction::ForwardUnmerged);
+    CHECK(policy.check(1, kMacA, kIpA, tol) == MergeVerdict::UnknownCluster);
+}
+
+TEST_CASE("duplicate cluster ids are rejected", "[cluster_policy]") {
+    auto rules = sample_rules();
+    rules.push_back(rules[0]);
+    CHECK_THROWS_AS(ClusterPolicy(rules, NonMemberAction::Drop), std::invalid_argument);
+}
+
+TEST_CASE("many rules and members are all found", "[cluster_policy]") {
+    std::vector<ClusterRule> rules;
+    for (std::uint16_t id = 1000; id > 0; id = static_cast<std::uint16_t>(id - 3)) {
+        ClusterRule r;
+        r.cluster_id = id;
+        r.version_tolerance = id % 17;
+        for (std::uint32_t k = 0; k < 20; ++k) r.allowed_ips.push_back(id * 100u + (19 - k) * 2);
+        rules.push_back(r);
+        if (id < 3) break;
+    }
+    const ClusterPolicy policy(rules, NonMemberAction::Drop);
+    CHECK(policy.cluster_count() == rules.size());
+    for (std::uint16_t id = 0; id <= 1001; ++id) {
+        const bool known = id >= 1 && id <= 1000 && (1000 - id) % 3 == 0;
+        std::uint32_t tol = 99;
+        if (!known) {
+            REQUIRE(policy.check(id, kMacA, id * 100u, tol) == MergeVerdict::UnknownCluster);
+            continue;
+        }
+        for (std::uint32_t k = 0; k < 40; ++k) {
+            const auto v = policy.check(id, kMacA, id * 100u + k, tol);
+            REQUIRE(v == (k % 2 == 0 ? MergeVerdict::Merge : MergeVerdict::NotMember));
+        }
+        REQUIRE(tol == id % 17u);
+    }
+}

@@ -1,0 +1,175 @@
+// Fdb: learning, moves, static entries, aging, capacity, and deletion that keeps every remaining
+// entry reachable (checked against std::map under random churn).
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+#include "fdb.h"
+
+using namespace shesha::core;
+
+namespace {
+Mac mac(std::uint32_t n) {
+    // Locally administered unicast, the low bytes vary: many share a prefix like real vendor MACs.
+    return Mac{0x02, 0x42, static_cast<std::uint8_t>(n >> 24), static_cast<std::uint8_t>(n >> 16),
+               static_cast<std::uint8_t>(n >> 8), static_cast<std::uint8_t>(n)};
+}
+}  // namespace
+
+TEST_CASE("learn and look up", "[fdb]") {
+    Fdb fdb(16, 1000);
+    CHECK(fdb.lookup(mac(1), 0) == kNoPort);
+    fdb.learn(mac(1), 3, 10);
+    fdb.learn(mac(2), 4, 10);
+    CHECK(fdb.lookup(mac(1), 20) == 3);
+    CHECK(fdb.lookup(mac(2), 20) == 4);
+    CHECK(fdb.lookup(mac(3), 20) == kNoPort);
+    CHECK(fdb.size() == 2);
+    CHECK(fdb.stats().learned == 2);
+    fdb.learn(mac(1), 3, 30);  // refresh, same port
+    CHECK(fdb.stats().learned == 2);
+    CHECK(fdb.stats().moved == 0);
+    fdb.learn(mac(1), 5, 40);  // station moved
+    CHECK(fdb.lookup(mac(1), 40) == 5);
+    CHECK(fdb.stats().moved == 1);
+    CHECK(fdb.size() == 2);
+}
+
+TEST_CASE("multicast sources are never learned", "[fdb]") {
+    Fdb fdb(16, 1000);
+    const Mac mc{0x01, 0x00, 0x5E, 0x00, 0x00, 0x01};
+    const Mac bcast{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    CHECK(is_multicast(mc));
+    CHECK(is_multicast(bcast));
+    CHECK_FALSE(is_multicast(mac(1)));
+    fdb.learn(mc, 1, 0);
+    fdb.learn(bcast, 1, 0);
+    CHECK(fdb.size() == 0);
+    CHECK(fdb.stats().learned == 0);
+    CHECK(fdb.lookup(mc, 0) == kNoPort);
+}
+
+TEST_CASE("static entries never age and are never moved", "[fdb]") {
+    Fdb fdb(16, 100);
+    REQUIRE(fdb.add_static(mac(7), 2));
+    fdb.learn(mac(7), 9, 50);  // learning must not move it
+    CHECK(fdb.lookup(mac(7), 50) == 2);
+    CHECK(fdb.stats().moved == 0);
+    CHECK(fdb.stats().learned == 0);
+    CHECK(fdb.lookup(mac(7), 1'000'000) == 2);
+    CHECK(fdb.age(1'000'000) == 0);
+    CHECK(fdb.size() == 1);
+    // A dynamic entry can be pinned as static.
+    fdb.learn(mac(8), 1, 0);
+    REQUIRE(fdb.add_static(mac(8), 4));
+    CHECK(fdb.size() == 2);
+    CHECK(fdb.lookup(mac(8), 1'000'000) == 4);
+}
+
+TEST_CASE("aged dynamic entries are unknown before and after the sweep", "[fdb]") {
+    Fdb fdb(16, 100);
+    fdb.learn(mac(1), 1, 0);
+    fdb.learn(mac(2), 2, 50);
+    CHECK(fdb.lookup(mac(1), 100) == 1);        // exactly the aging time: still known
+    CHECK(fdb.lookup(mac(1), 101) == kNoPort);  // older: flood, even before age() runs
+    CHECK(fdb.lookup(mac(2), 101) == 2);
+    CHECK(fdb.age(101) == 1);
+    CHECK(fdb.stats().aged_out == 1);
+    CHECK(fdb.size() == 1);
+    CHECK(fdb.lookup(mac(2), 150) == 2);
+    // Relearning an aged entry that was not swept yet is a new learning, not a move.
+    fdb.learn(mac(2), 3, 500);
+    CHECK(fdb.stats().moved == 0);
+    CHECK(fdb.stats().learned == 3);
+    CHECK(fdb.lookup(mac(2), 500) == 3);
+}
+
+TEST_CASE("aging 0 means never age", "[fdb]") {
+    Fdb fdb(4, 0);
+    fdb.learn(mac(1), 1, 0);
+    CHECK(fdb.lookup(mac(1), ~std::uint64_t{0}) == 1);
+    CHECK(fdb.age(~std::uint64_t{0}) == 0);
+}
+
+TEST_CASE("a full table refuses and counts, and has room again after aging", "[fdb]") {
+    Fdb fdb(4, 100);
+    for (std::uint32_t i = 0; i < 4; ++i) fdb.learn(mac(i), 1, i < 2 ? 0 : 150);
+    CHECK(fdb.size() == 4);
+    fdb.learn(mac(10), 1, 150);
+    CHECK(fdb.stats().table_full == 1);
+    CHECK(fdb.lookup(mac(10), 150) == kNoPort);
+    CHECK_FALSE(fdb.add_static(mac(11), 1));
+    fdb.learn(mac(3), 2, 150);  // known entries still refresh when full
+    CHECK(fdb.lookup(mac(3), 150) == 2);
+    CHECK(fdb.age(150) == 2);
+    fdb.learn(mac(10), 1, 150);
+    CHECK(fdb.lookup(mac(10), 150) == 1);
+    CHECK(fdb.size() == 3);
+    CHECK(fdb.stats().table_full == 1);
+}
+
+TEST_CASE("random churn matches a reference map", "[fdb]") {
+    // Small table, heavy collisions: deletions must keep every remaining entry reachable.
+    constexpr std::size_t kCapacity = 64;
+    constexpr std::uint64_t kAging = 50;
+    Fdb fdb(kCapacity, kAging);
+    struct Ref { std::uint16_t port; std::uint64_t seen; bool is_static; };
+    std::map<std::uint32_t, Ref> ref;
+    std::mt19937 rng(99);
+    std::uint64_t now = 0;
+    std::uint64_t table_full = 0, aged = 0;
+    for (int step = 0; step < 20000; ++step) {
+        now += rng() % 3;
+        const std::uint32_t id = rng() % 200;
+        const std::uint16_t port = static_cast<std::uint16_t>(rng() % 8);
+        const int op = static_cast<int>(rng() % 100);
+        if (op < 70) {
+            fdb.learn(mac(id), port, now);
+            auto it = ref.find(id);
+            if (it != ref.end()) {
+                if (!it->second.is_static) it->second = {port, now, false};
+            } else if (ref.size() < kCapacity) {
+                ref[id] = {port, now, false};
+            } else {
+                ++table_full;
+            }
+        } else if (op < 71) {
+            const bool ok = fdb.add_static(mac(id), port);
+            auto it = ref.find(id);
+            if (it != ref.end() || ref.size() < kCapacity) {
+                REQUIRE(ok);
+                ref[id] = {port, 0, true};
+            } else {
+                REQUIRE_FALSE(ok);
+            }
+        } else if (op < 80) {
+            std::size_t expect = 0;
+            for (auto it = ref.begin(); it != ref.end();) {
+                if (!it->second.is_static && now - it->second.seen > kAging) {
+                    it = ref.erase(it);
+                    ++expect;
+                } else {
+                    ++it;
+                }
+            }
+            REQUIRE(fdb.age(now) == expect);
+            aged += expect;
+        }
+        // Check every id both ways.
+        if (step % 50 == 0) {
+            for (std::uint32_t q = 0; q < 200; ++q) {
+                auto it = ref.find(q);
+                std::uint16_t want = kNoPort;
+                if (it != ref.end() && (it->second.is_static || now - it->second.seen <= kAging))
+                    want = it->second.port;
+                REQUIRE(fdb.lookup(mac(q), now) == want);
+            }
+        }
+        REQUIRE(fdb.size() == ref.size());
+    }
+    CHECK(fdb.stats().table_full == table_full);
+    CHECK(fdb.stats().aged_out == aged);
+    CHECK(table_full > 0);
+    CHECK(aged > 100);
+}
