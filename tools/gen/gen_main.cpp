@@ -129,6 +129,7 @@ private:
         return (std::uint64_t{cluster} << 32) | worker;
     }
     bool closed_loop() const { return opts_.window > 0; }
+    bool paced() const { return opts_.rate > 0; }
     bool all_finished() const { return finished_workers_ == workers_.size(); }
 
     bool send_next_chunk(Worker& w);
@@ -158,6 +159,7 @@ private:
     std::uint64_t send_errors_ = 0;
     int consecutive_send_errors_ = 0;
     std::uint64_t window_timeouts_ = 0;
+    std::uint64_t window_stalls_ = 0;  // paced and windowed: a due update found its window full
     std::uint64_t start_mono_ns_ = 0;
     std::uint64_t next_progress_ns_ = 0;
     bool fatal_ = false;
@@ -323,7 +325,8 @@ void Generator::wait_readable(std::uint64_t timeout_ns) {
 void Generator::expire_stalled_windows(std::uint64_t now) {
     const std::uint64_t timeout = std::uint64_t{opts_.credit_timeout_ms} * 1'000'000ull;
     for (Worker& w : workers_) {
-        if (w.in_flight >= opts_.window && now - w.last_progress_mono_ns >= timeout) {
+        if (w.in_flight >= opts_.window && now > w.last_progress_mono_ns &&
+            now - w.last_progress_mono_ns >= timeout) {  // credits may be stamped after now
             w.in_flight = 0;
             w.last_progress_mono_ns = now;
             ++window_timeouts_;
@@ -364,8 +367,8 @@ int Generator::run() {
     // the process does not send all updates in one burst.
     using Due = std::pair<std::uint64_t, std::size_t>;
     std::priority_queue<Due, std::vector<Due>, std::greater<>> due;
-    const double period_ns = closed_loop() ? 0.0 : 1e9 / opts_.rate;
-    if (!closed_loop()) {
+    const double period_ns = paced() ? 1e9 / opts_.rate : 0.0;
+    if (paced()) {
         for (std::size_t i = 0; i < workers_.size(); ++i)
             due.emplace(start_mono_ns_ + static_cast<std::uint64_t>(period_ns * static_cast<double>(i) /
                                                                     static_cast<double>(workers_.size())), i);
@@ -378,15 +381,22 @@ int Generator::run() {
         if (now >= end_ns) break;
         receive_pending();
         maybe_progress(now);
-        if (!closed_loop()) {
+        if (paced()) {
             int burst = 0;
             while (!due.empty() && due.top().first <= now && burst < kMaxSendBurst && !fatal_) {
                 const auto [when, idx] = due.top();
                 Worker& w = workers_[idx];
                 // A whole update (K chunks) goes out at its due time; a refused chunk is retried
                 // right away on the next pass without moving the schedule.
-                bool refused = false;
+                // With --window as well, a chunk also needs window room: a blocked worker retries
+                // 1 ms later (the schedule then catches up) and the stall is counted.
+                bool refused = false, blocked = false;
                 do {
+                    if (closed_loop() && w.in_flight >= opts_.window) {
+                        blocked = true;
+                        break;
+                    }
+                    if (closed_loop() && w.in_flight == 0) w.last_progress_mono_ns = now;
                     if (!send_next_chunk(w)) {
                         refused = true;
                         break;
@@ -396,6 +406,13 @@ int Generator::run() {
                 if (refused) {
                     wait_readable(100'000);  // give the kernel 100 us to drain
                     break;
+                }
+                if (blocked) {
+                    due.pop();
+                    due.emplace(now + 1'000'000, idx);
+                    ++window_stalls_;
+                    expire_stalled_windows(now);
+                    continue;
                 }
                 due.pop();
                 ++updates_scheduled[idx];
@@ -472,7 +489,7 @@ std::string Generator::summary_json(double elapsed_s) const {
     JsonWriter j;
     j.begin_object();
     j.field("tool", "shesha-gen");
-    j.field("mode", closed_loop() ? "window" : "rate");
+    j.field("mode", paced() ? (closed_loop() ? "rate+window" : "rate") : "window");
     j.begin_object("config");
     j.field("dst", format_endpoint(dst_));
     j.field("clusters", opts_.clusters);
@@ -531,6 +548,7 @@ std::string Generator::summary_json(double elapsed_s) const {
     j.end_object();
     j.field("send_errors", send_errors_);
     j.field("window_timeouts", window_timeouts_);
+    j.field("window_stalls", window_stalls_);
     j.field("in_flight_at_exit", total_in_flight());
     j.begin_object("rx");
     j.field("datagrams", rx_.datagrams);
@@ -562,10 +580,9 @@ int run_main(int argc, char** argv) {
     app.add_option("--chunks", opts.chunks, "chunks per update K")->capture_default_str()->check(CLI::Range(1u, 65535u));
     app.add_option("--elems", opts.elems, "fp32 elements per chunk E")->capture_default_str()
         ->check(CLI::Range(2u, std::uint32_t{proto::kMaxElements}));
-    auto* rate_opt = app.add_option("--rate", opts.rate, "paced mode: updates/s per worker")->check(CLI::PositiveNumber);
+    auto* rate_opt = app.add_option("--rate", opts.rate, "paced: updates/s per worker (with --window too: paced and window-limited)")->check(CLI::PositiveNumber);
     auto* window_opt = app.add_option("--window", opts.window, "closed loop: max chunks in flight per worker")
                            ->check(CLI::Range(1u, 1u << 20));
-    rate_opt->excludes(window_opt);
     app.add_option("--duration", opts.duration_s, "stop after S seconds")->check(CLI::PositiveNumber);
     app.add_option("--updates", opts.updates, "stop after U updates per worker")->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()));
     app.add_option("--version-pattern", opts.version_pattern_text, "lockstep | skew:D")->capture_default_str();
