@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "switch_config.h"
 
 using namespace shesha::core;
@@ -397,7 +399,12 @@ TEST_CASE("load_switch_config: missing file and file errors name the path") {
     CHECK_THROWS_WITH(load_switch_config(missing),
                       missing + ": cannot open the configuration file: No such file or directory");
 
-    const auto path = std::filesystem::temp_directory_path() / "shesha-test-switch-config.yaml";
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    CHECK_THROWS_WITH(load_switch_config(dir), dir + ": cannot read the configuration file: it is a directory");
+
+    // Unique per process: other build directories may run this test at the same time.
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("shesha-test-switch-config-" + std::to_string(::getpid()) + ".yaml");
     {
         std::ofstream out(path);
         out << kTwoPorts << "ports:\n  - {name: c, device: net_null2}\n";

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -578,6 +580,9 @@ SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string
 }
 
 SwitchConfig load_switch_config(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))  // ifstream opens a directory and then reads nothing
+        throw ConfigError(fmt::format("{}: cannot read the configuration file: it is a directory", path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ConfigError(fmt::format("{}: cannot open the configuration file: {}", path, std::strerror(errno)));
     std::ostringstream text;
