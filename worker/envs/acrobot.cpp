@@ -34,7 +34,7 @@ std::span<const std::string_view> Acrobot::observation_names() const { return kN
 void Acrobot::sample_initial_state(Rng& rng) {
     // uniform(low=-0.1, high=0.1, size=(4,)).astype(np.float32): the episode starts from float32 values.
     for (std::size_t i = 0; i < 4; ++i) {
-        state_[i] = static_cast<double>(static_cast<float>(rng.uniform(-kResetBound, kResetBound)));
+        state_[i] = pymath::round_to_float32(rng.uniform(-kResetBound, kResetBound));
     }
 }
 

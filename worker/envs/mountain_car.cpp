@@ -101,8 +101,8 @@ double MountainCarContinuous::advance(const Action& action, bool& terminated) {
     reward -= pymath::python_pow(action0, 2) * kActionCost;  // math.pow(action[0], 2) * 0.1
 
     // self.state = np.array([position, velocity], dtype=np.float32)
-    state_[0] = static_cast<double>(static_cast<float>(position));
-    state_[1] = static_cast<double>(static_cast<float>(velocity));
+    state_[0] = pymath::round_to_float32(position);
+    state_[1] = pymath::round_to_float32(velocity);
     return reward;
 }
 

@@ -51,4 +51,19 @@ inline double clip(double x, double lo, double hi) {
     return result;
 }
 
+// The float64 value of float32(x), as numpy's astype(np.float32) then back to float64.
+// Not just static_cast<double>(static_cast<float>(x)): GCC 12.2's SLP vectorizer at -O2 silently
+// drops that round trip when two of them are stored side by side (reproduced with
+// `s[0] = double(float(p)); s[1] = double(float(v));`), which broke MountainCarContinuous. The
+// empty asm makes the float32 value opaque, so the rounding always happens.
+inline double round_to_float32(double x) {
+    float rounded = static_cast<float>(x);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    asm("" : "+x"(rounded));
+#elif defined(__GNUC__)
+    asm("" : "+r"(rounded));
+#endif
+    return static_cast<double>(rounded);
+}
+
 }  // namespace shesha::worker::envs::pymath
