@@ -1,0 +1,157 @@
+#include "init.h"
+
+#include <cerrno>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <rte_pci.h>
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <spdlog/spdlog.h>
+
+namespace shesha::sw {
+
+namespace {
+
+bool names_lcores(std::string_view arg) {
+    return arg == "-l" || arg == "-c" || arg == "--lcores" || arg.starts_with("--lcores=") ||
+           (arg.starts_with("-l") && arg.size() > 2 && arg[2] != '-') || (arg.starts_with("-c") && arg.size() > 2);
+}
+
+// The name ethdev knows a device by: the part of a vdev spec before the first comma.
+std::string device_name(const std::string& spec) { return spec.substr(0, spec.find(',')); }
+
+}  // namespace
+
+std::vector<std::string> build_eal_args(const core::SwitchConfig& cfg, std::span<const std::string> extra,
+                                        const std::string& program) {
+    std::vector<std::string> args{program};
+    bool has_lcores = false;
+    for (const auto& a : cfg.eal_args) {
+        has_lcores |= names_lcores(a);
+        args.push_back(a);
+    }
+    for (const auto& a : extra) {
+        has_lcores |= names_lcores(a);
+        args.push_back(a);
+    }
+    if (!has_lcores) {
+        args.push_back("-l");
+        args.push_back(cfg.lcores == 1 ? std::string("0") : fmt::format("0-{}", cfg.lcores - 1));
+    }
+    return args;
+}
+
+bool init_eal(const std::vector<std::string>& args, std::string& error) {
+    std::vector<std::string> copy = args;  // rte_eal_init may permute argv
+    std::vector<char*> argv;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = rte_eal_init(static_cast<int>(args.size()), argv.data());
+    if (rc >= 0) return true;
+    const int err = rte_errno;
+    error = fmt::format("EAL initialisation failed: {} ({})", rte_strerror(err), fmt::join(args, " "));
+    if (err == EACCES || err == EPERM) return false;
+    throw InitError(error);
+}
+
+rte_mempool* create_mbuf_pool(const core::SwitchConfig& cfg, const std::string& name) {
+    const unsigned cache = std::min(256u, cfg.mbufs / 8);
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), cfg.mbufs, cache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                                static_cast<int>(rte_socket_id()));
+    if (pool == nullptr)
+        throw InitError(fmt::format("cannot create mbuf pool '{}' of {} mbufs: {} (more EAL memory: -m)", name,
+                                    cfg.mbufs, rte_strerror(rte_errno)));
+    return pool;
+}
+
+std::uint16_t attach_port(const core::PortConfig& port) {
+    const std::string name = device_name(port.device);
+    std::uint16_t id = 0;
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return id;  // --vdev or PCI scan at EAL init
+    // A PCI address may be written short ("01:00.0"); ethdev names it in full ("0000:01:00.0").
+    rte_pci_addr pci{};
+    if (rte_pci_addr_parse(name.c_str(), &pci) == 0) {
+        char full[PCI_PRI_STR_SIZE];
+        rte_pci_device_name(&pci, full, sizeof(full));
+        if (rte_eth_dev_get_port_by_name(full, &id) == 0) return id;
+    }
+    const int rc = rte_dev_probe(port.device.c_str());
+    if (rc != 0)
+        throw InitError(fmt::format("port '{}': cannot probe device '{}': {}", port.name, port.device, rte_strerror(-rc)));
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return id;
+    if (rte_pci_addr_parse(name.c_str(), &pci) == 0) {
+        char full[PCI_PRI_STR_SIZE];
+        rte_pci_device_name(&pci, full, sizeof(full));
+        if (rte_eth_dev_get_port_by_name(full, &id) == 0) return id;
+    }
+    throw InitError(fmt::format("port '{}': device '{}' probed but no ethdev named '{}'", port.name, port.device, name));
+}
+
+void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool, std::uint32_t link_wait_ms) {
+    auto fail = [&](std::string_view what, int rc) {
+        throw InitError(fmt::format("port '{}' ({}): {} failed: {}", port.name, port.device, what, rte_strerror(-rc)));
+    };
+    rte_eth_dev_info info{};
+    if (int rc = rte_eth_dev_info_get(port_id, &info); rc != 0) fail("rte_eth_dev_info_get", rc);
+    rte_eth_conf conf{};
+    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+    if (int rc = rte_eth_dev_configure(port_id, 1, 1, &conf); rc != 0) fail("rte_eth_dev_configure", rc);
+    std::uint16_t rx_desc = port.rx_desc, tx_desc = port.tx_desc;
+    if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rx_desc, &tx_desc); rc != 0) fail("adjusting descriptors", rc);
+    const int socket = rte_eth_dev_socket_id(port_id);
+    const unsigned socket_id = socket < 0 ? SOCKET_ID_ANY : static_cast<unsigned>(socket);
+    if (int rc = rte_eth_rx_queue_setup(port_id, 0, rx_desc, socket_id, nullptr, pool); rc != 0) fail("RX queue setup", rc);
+    rte_eth_txconf txconf = info.default_txconf;
+    txconf.offloads = conf.txmode.offloads;
+    if (int rc = rte_eth_tx_queue_setup(port_id, 0, tx_desc, socket_id, &txconf); rc != 0) fail("TX queue setup", rc);
+    if (int rc = rte_eth_dev_start(port_id); rc != 0) fail("rte_eth_dev_start", rc);
+    if (int rc = rte_eth_promiscuous_enable(port_id); rc != 0 && rc != -ENOTSUP)
+        spdlog::warn("port '{}': cannot enable promiscuous mode: {}", port.name, rte_strerror(-rc));
+
+    rte_eth_link link{};
+    for (std::uint32_t waited = 0;; waited += 100) {
+        if (rte_eth_link_get_nowait(port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP) break;
+        if (waited >= link_wait_ms) {
+            spdlog::warn("port '{}' ({}): link still down after {} ms, continuing", port.name, port.device, link_wait_ms);
+            break;
+        }
+        rte_delay_ms(100);
+    }
+    rte_ether_addr mac{};
+    rte_eth_macaddr_get(port_id, &mac);
+    spdlog::info("port '{}' = ethdev {} ({}): {:02x}, rx/tx desc {}/{}, link {} {} Mb/s, shaper {}", port.name, port_id,
+                 port.device, fmt::join(mac.addr_bytes, ":"), rx_desc, tx_desc,
+                 link.link_status == RTE_ETH_LINK_UP ? "up" : "down", link.link_speed,
+                 port.shaper.rate_bps ? fmt::format("{} bit/s", port.shaper.rate_bps) : std::string("off"));
+}
+
+std::vector<std::uint16_t> attach_and_setup_ports(const core::SwitchConfig& cfg, rte_mempool* pool,
+                                                  std::uint32_t link_wait_ms) {
+    std::vector<std::uint16_t> ids;
+    for (const auto& p : cfg.ports) {
+        const std::uint16_t id = attach_port(p);
+        for (std::size_t j = 0; j < ids.size(); ++j)
+            if (ids[j] == id)
+                throw InitError(fmt::format("ports '{}' and '{}' are the same device", cfg.ports[j].name, p.name));
+        setup_port(id, p, pool, link_wait_ms);
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+void stop_ports(std::span<const std::uint16_t> port_ids) {
+    for (std::uint16_t id : port_ids) {
+        if (int rc = rte_eth_dev_stop(id); rc != 0) spdlog::warn("ethdev {}: stop failed: {}", id, rte_strerror(-rc));
+        rte_eth_dev_close(id);
+    }
+}
+
+}  // namespace shesha::sw

@@ -1,0 +1,184 @@
+// shesha-switch: the Shesha top-of-rack switch. Parses the command line and the YAML config
+// before touching DPDK (so --help and config errors need no privileges), then initialises EAL,
+// the ports and the Switch, runs the lcore loops until --duration, SIGINT or SIGTERM, and reports.
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_mempool.h>
+#include <spdlog/spdlog.h>
+
+#include "init.h"
+#include "lcore_loops.h"
+#include "stats.h"
+#include "switch.h"
+#include "switch_config.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;  // bad flags or bad configuration
+
+volatile std::sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) { g_signal = sig; }
+
+struct Options {
+    std::string config_path;
+    std::optional<double> duration_s;
+    std::optional<std::string> stats_json;
+    std::optional<std::string> aggregation;  // on|off
+    std::optional<std::string> feedback;     // on|off
+    std::string log_level = "info";
+    std::vector<std::string> eal_extra;      // everything after "--"
+};
+
+int usage_error(const std::string& message) {
+    std::fprintf(stderr, "shesha-switch: error: %s (see shesha-switch --help)\n", message.c_str());
+    return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace shesha;
+
+    // Everything after "--" goes to EAL untouched; CLI11 sees only what comes before.
+    Options opt;
+    int cli_argc = argc;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--") {
+            cli_argc = i;
+            for (int j = i + 1; j < argc; ++j) opt.eal_extra.emplace_back(argv[j]);
+            break;
+        }
+    }
+
+    CLI::App app{"DPDK top-of-rack switch that merges compatible RL gradient packets in its egress queues."};
+    app.usage("Usage: shesha-switch -c FILE [OPTIONS] [-- EXTRA_EAL_ARGS...]");
+    // Required by hand after parsing, so an unknown flag is reported as such rather than as a missing -c.
+    app.add_option("-c,--config", opt.config_path, "YAML configuration file (required; see configs/ and docs/switch.md)");
+    app.add_option("--duration", opt.duration_s, "stop after this many seconds (default: run until SIGINT/SIGTERM)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--stats-json", opt.stats_json, "write final statistics as JSON to FILE (overrides stats.json)");
+    app.add_option("--aggregation", opt.aggregation, "in-network gradient merging (overrides aggregation.enabled)")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--feedback", opt.feedback, "FEEDBACK to senders of marked gradients (overrides feedback.enabled)")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--log-level", opt.log_level, "info, debug or warn")->check(CLI::IsMember({"info", "debug", "warn"}));
+    try {
+        app.parse(cli_argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return kExitOk;
+    } catch (const CLI::ParseError& e) {
+        return usage_error(e.what());
+    }
+    if (opt.config_path.empty()) return usage_error("a configuration file is required: -c FILE");
+
+    spdlog::set_level(opt.log_level == "debug" ? spdlog::level::debug
+                      : opt.log_level == "warn" ? spdlog::level::warn
+                                                : spdlog::level::info);
+
+    core::SwitchConfig cfg;
+    try {
+        cfg = core::load_switch_config(opt.config_path);
+    } catch (const core::ConfigError& e) {
+        std::fprintf(stderr, "shesha-switch: config error: %s\n", e.what());
+        return kExitUsage;
+    }
+    if (opt.stats_json) cfg.stats_json = *opt.stats_json;
+    if (opt.aggregation) cfg.aggregation = *opt.aggregation == "on";
+    if (opt.feedback) cfg.feedback = *opt.feedback == "on";
+
+    const std::vector<std::string> eal_args = sw::build_eal_args(cfg, opt.eal_extra);
+    spdlog::info("EAL arguments: {}", fmt::join(eal_args, " "));
+    try {
+        std::string error;
+        if (!sw::init_eal(eal_args, error)) {
+            std::fprintf(stderr, "shesha-switch: %s (needs root or CAP_SYS_ADMIN/CAP_NET_RAW)\n", error.c_str());
+            return kExitRuntime;
+        }
+    } catch (const sw::InitError& e) {
+        std::fprintf(stderr, "shesha-switch: %s\n", e.what());
+        return kExitRuntime;
+    }
+
+    int rc = kExitOk;
+    std::vector<std::uint16_t> port_ids;
+    rte_mempool* pool = nullptr;
+    try {
+        pool = sw::create_mbuf_pool(cfg);
+        port_ids = sw::attach_and_setup_ports(cfg, pool);
+
+        sw::Switch the_switch(cfg, port_ids, pool, rte_get_tsc_hz());
+        if (cfg.telemetry && !sw::register_telemetry(&the_switch))
+            spdlog::warn("some /shesha/* telemetry commands could not be registered");
+
+        struct sigaction sa{};
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, nullptr);
+        sigaction(SIGTERM, &sa, nullptr);
+
+        const std::uint64_t hz = rte_get_tsc_hz();
+        const std::uint64_t start = rte_rdtsc();
+        const std::uint64_t deadline =
+            opt.duration_s ? start + static_cast<std::uint64_t>(*opt.duration_s * static_cast<double>(hz)) : 0;
+        const std::uint64_t stats_every = std::uint64_t{cfg.stats_interval_s} * hz;
+        std::uint64_t next_stats = start + stats_every;
+        sw::SwitchSnapshot prev = the_switch.snapshot(start);
+
+        spdlog::info("shesha-switch running: {} port(s), {} lcore(s), aggregation {}, feedback {}{}", port_ids.size(),
+                     cfg.lcores, cfg.aggregation ? "on" : "off", cfg.feedback ? "on" : "off",
+                     opt.duration_s ? fmt::format(", for {} s", *opt.duration_s) : std::string());
+        auto control = [&](std::uint64_t now) {
+            if (g_signal != 0) {
+                spdlog::info("signal {} received, stopping", static_cast<int>(g_signal));
+                return false;
+            }
+            if (deadline != 0 && now >= deadline) return false;
+            if (stats_every != 0 && now >= next_stats) {
+                next_stats += stats_every;
+                sw::SwitchSnapshot cur = the_switch.snapshot(now);
+                spdlog::info("{}", sw::format_rate_line(cur, prev));
+                prev = std::move(cur);
+            }
+            return true;
+        };
+        sw::run_switch(the_switch, control, std::max<std::uint64_t>(hz / 1000, 1));
+
+        sw::unregister_telemetry();
+        the_switch.drain();
+        const sw::SwitchSnapshot final_stats = the_switch.snapshot(rte_rdtsc());
+        std::fputs(sw::format_summary(final_stats).c_str(), stdout);
+        std::fflush(stdout);
+        if (!cfg.stats_json.empty()) {
+            std::string error;
+            if (sw::write_stats_json(cfg.stats_json, final_stats, cfg, error)) {
+                spdlog::info("statistics written to {}", cfg.stats_json);
+            } else {
+                spdlog::error("{}", error);
+                rc = kExitRuntime;
+            }
+        }
+    } catch (const core::ConfigError& e) {
+        std::fprintf(stderr, "shesha-switch: config error: %s\n", e.what());
+        rc = kExitUsage;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "shesha-switch: %s\n", e.what());
+        rc = kExitRuntime;
+    }
+    sw::unregister_telemetry();
+    sw::stop_ports(port_ids);
+    if (pool != nullptr) rte_mempool_free(pool);
+    rte_eal_cleanup();
+    return rc;
+}

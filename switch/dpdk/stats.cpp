@@ -1,0 +1,382 @@
+#include "stats.h"
+
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <rte_cycles.h>
+#include <rte_telemetry.h>
+
+#include "switch.h"
+
+namespace shesha::sw {
+
+namespace {
+
+constexpr std::array<const char*, proto::kDecodeErrorCount> kDecodeErrorKeys = {
+    "ok", "short_packet", "bad_magic", "bad_version", "unknown_type", "unknown_flags", "bad_elem_type",
+    "bad_chunk", "too_many_elements", "length_mismatch", "bad_contrib_count", "bad_timestamps",
+};
+
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+            else out += c;
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_number(double v) { return fmt::format("{:.3f}", v); }
+
+using Fields = std::vector<std::pair<std::string, std::uint64_t>>;
+
+Fields port_fields(const PortSnapshot& p) {
+    return {
+        {"port_id", p.port_id},
+        {"shaper_rate_bps", p.shaper_rate_bps},
+        {"rx_packets", p.rx_packets},
+        {"rx_bytes", p.rx_bytes},
+        {"rx_missed", p.rx_missed},
+        {"rx_nombuf", p.rx_nombuf},
+        {"rx_multi_segment", p.rx_multi_segment},
+        {"tx_packets", p.tx.packets},
+        {"tx_bytes", p.tx.bytes},
+        {"tx_contributions", p.tx.contributions},
+        {"tx_refused", p.tx.refused},
+        {"tx_dropped", p.tx.dropped},
+        {"tx_pending", p.tx_pending},
+        {"flooded", p.tx.flooded},
+        {"filtered", p.tx.filtered},
+    };
+}
+
+Fields queue_fields(const PortSnapshot& p) {
+    const auto& q = p.queue;
+    return {
+        {"capacity", p.queue_capacity},
+        {"depth", p.queue_depth},
+        {"depth_bytes", p.queue_depth_bytes},
+        {"enqueued", q.enqueued},
+        {"enqueued_bytes", q.enqueued_bytes},
+        {"merged", q.merged},
+        {"bytes_saved", q.bytes_saved},
+        {"merge_refused", q.merge_refused},
+        {"mergeable_arrivals", q.mergeable_arrivals},
+        {"dropped", q.dropped},
+        {"dropped_bytes", q.dropped_bytes},
+        {"dequeued", q.dequeued},
+        {"dequeued_bytes", q.dequeued_bytes},
+        {"marked", q.marked},
+        {"ecn_ce_set", q.ecn_ce_set},
+        {"depth_max", q.depth_max},
+        {"depth_sum", q.depth_sum},
+        {"depth_samples", q.depth_samples},
+        {"sojourn_sum_ticks", q.sojourn_sum_ticks},
+        {"sojourn_max_ticks", q.sojourn_max_ticks},
+    };
+}
+
+// Telemetry has no floating point values in DPDK 22.11: derived values are scaled integers.
+Fields queue_derived_integer_fields(const PortSnapshot& p) {
+    return {
+        {"mean_depth_milli", static_cast<std::uint64_t>(p.mean_depth * 1000.0)},
+        {"mean_sojourn_ns", static_cast<std::uint64_t>(p.mean_sojourn_us * 1000.0)},
+        {"max_sojourn_ns", static_cast<std::uint64_t>(p.max_sojourn_us * 1000.0)},
+        {"merge_permille", static_cast<std::uint64_t>(p.merge_ratio * 1000.0)},
+    };
+}
+
+Fields malformed_fields(const SwitchSnapshot& s) {
+    Fields f{{"total", s.malformed_total}, {"bad_frames", s.bad_frames}};
+    for (std::size_t i = 1; i < s.malformed.size(); ++i) f.emplace_back(kDecodeErrorKeys[i], s.malformed[i]);
+    f.emplace_back("dropped", s.egress.malformed_dropped);
+    return f;
+}
+
+Fields fdb_fields(const SwitchSnapshot& s) {
+    return {{"size", s.fdb_size},         {"capacity", s.fdb_capacity}, {"learned", s.fdb.learned},
+            {"moved", s.fdb.moved},       {"aged_out", s.fdb.aged_out}, {"table_full", s.fdb.table_full}};
+}
+
+Fields gradient_fields(const SwitchSnapshot& s) {
+    return {{"valid_shesha", s.shesha_valid},
+            {"non_member", s.egress.non_member},
+            {"non_member_dropped", s.egress.non_member_dropped},
+            {"no_aggregation", s.egress.no_aggregation},
+            {"unknown_cluster", s.egress.unknown_cluster}};
+}
+
+Fields feedback_fields(const SwitchSnapshot& s) {
+    return {{"sent", s.egress.feedback_sent}, {"suppressed", s.egress.feedback_suppressed}, {"failed", s.egress.feedback_failed}};
+}
+
+Fields internal_fields(const SwitchSnapshot& s) {
+    return {{"handoff_drops", s.handoff_drops},
+            {"clone_failed", s.egress.clone_failed},
+            {"egress_rounds", s.egress.rounds},
+            {"egress_idle_rounds", s.egress.idle_rounds}};
+}
+
+void append_fields(std::string& out, const Fields& fields, bool trailing_comma) {
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        out += fmt::format("{}: {}", json_string(fields[i].first), fields[i].second);
+        if (i + 1 < fields.size() || trailing_comma) out += ", ";
+    }
+}
+
+std::string json_object(const Fields& fields) {
+    std::string out = "{";
+    append_fields(out, fields, false);
+    return out + "}";
+}
+
+std::string si(double v) {
+    if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+    if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+    return fmt::format("{:.0f}", v);
+}
+
+}  // namespace
+
+const char* decode_error_key(std::size_t index) noexcept {
+    return index < kDecodeErrorKeys.size() ? kDecodeErrorKeys[index] : "unknown";
+}
+
+std::string format_rate_line(const SwitchSnapshot& now, const SwitchSnapshot& prev) {
+    const double dt = now.taken_tsc > prev.taken_tsc
+                          ? static_cast<double>(now.taken_tsc - prev.taken_tsc) / static_cast<double>(now.tsc_hz)
+                          : 0.0;
+    auto rate = [&](std::uint64_t a, std::uint64_t b) { return dt > 0 ? static_cast<double>(a - b) / dt : 0.0; };
+    std::uint64_t rxp = 0, rxb = 0, txp = 0, txb = 0, merged = 0, drops = 0, prxp = 0, prxb = 0, ptxp = 0, ptxb = 0,
+                  pmerged = 0, pdrops = 0;
+    std::string depths;
+    for (std::size_t i = 0; i < now.ports.size(); ++i) {
+        const auto& p = now.ports[i];
+        rxp += p.rx_packets; rxb += p.rx_bytes; txp += p.tx.packets; txb += p.tx.bytes;
+        merged += p.queue.merged; drops += p.queue.dropped + p.rx_missed;
+        if (i < prev.ports.size()) {
+            const auto& q = prev.ports[i];
+            prxp += q.rx_packets; prxb += q.rx_bytes; ptxp += q.tx.packets; ptxb += q.tx.bytes;
+            pmerged += q.queue.merged; pdrops += q.queue.dropped + q.rx_missed;
+        }
+        depths += fmt::format("{}{}={}", depths.empty() ? "" : " ", p.name, p.queue_depth);
+    }
+    return fmt::format("rx {}pps {}b/s | tx {}pps {}b/s | merged {}/s | drops {}/s | malformed {} | feedback {} | depth {}",
+                       si(rate(rxp, prxp)), si(rate(rxb, prxb) * 8), si(rate(txp, ptxp)), si(rate(txb, ptxb) * 8),
+                       si(rate(merged, pmerged)), si(rate(drops, pdrops)), now.malformed_total,
+                       now.egress.feedback_sent, depths);
+}
+
+std::string format_summary(const SwitchSnapshot& s) {
+    std::string out = fmt::format("shesha-switch final statistics ({:.3f} s, {} lcore(s), merge kernel {})\n",
+                                  s.uptime_s, s.lcores, s.simd);
+    out += fmt::format("{:<10} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}\n", "port", "rx_pkts", "rx_bytes",
+                       "tx_pkts", "tx_bytes", "rx_miss", "tx_refus", "flooded", "filtered");
+    for (const auto& p : s.ports)
+        out += fmt::format("{:<10} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}\n", p.name, p.rx_packets,
+                           p.rx_bytes, p.tx.packets, p.tx.bytes, p.rx_missed, p.tx.refused, p.tx.flooded, p.tx.filtered);
+    out += fmt::format("{:<10} {:>10} {:>9} {:>9} {:>10} {:>12} {:>8} {:>8} {:>10} {:>10} {:>7}\n", "queue", "enqueued",
+                       "merged", "dropped", "depth/max", "bytes_saved", "marked", "mean_dep", "sojourn_us", "max_us",
+                       "merge%");
+    for (const auto& p : s.ports)
+        out += fmt::format("{:<10} {:>10} {:>9} {:>9} {:>10} {:>12} {:>8} {:>8.2f} {:>10.1f} {:>10.1f} {:>7.1f}\n", p.name,
+                           p.queue.enqueued, p.queue.merged, p.queue.dropped,
+                           fmt::format("{}/{}", p.queue_depth, p.queue.depth_max), p.queue.bytes_saved, p.queue.marked,
+                           p.mean_depth, p.mean_sojourn_us, p.max_sojourn_us, p.merge_ratio * 100.0);
+    out += fmt::format("malformed: {} total, {} bad IPv4/UDP", s.malformed_total, s.bad_frames);
+    for (std::size_t i = 1; i < s.malformed.size(); ++i)
+        if (s.malformed[i] != 0) out += fmt::format(", {} {}", s.malformed[i], kDecodeErrorKeys[i]);
+    out += fmt::format(" ({} dropped)\n", s.egress.malformed_dropped);
+    out += fmt::format("gradients: {} valid Shesha messages, {} non-member ({} dropped), {} no-aggregation, {} unknown cluster\n",
+                       s.shesha_valid, s.egress.non_member, s.egress.non_member_dropped, s.egress.no_aggregation,
+                       s.egress.unknown_cluster);
+    out += fmt::format("feedback: {} sent, {} suppressed, {} failed\n", s.egress.feedback_sent,
+                       s.egress.feedback_suppressed, s.egress.feedback_failed);
+    out += fmt::format("fdb: {}/{} entries, {} learned, {} moved, {} aged out, {} table full\n", s.fdb_size,
+                       s.fdb_capacity, s.fdb.learned, s.fdb.moved, s.fdb.aged_out, s.fdb.table_full);
+    if (s.handoff_drops || s.egress.clone_failed)
+        out += fmt::format("internal: {} handoff drops, {} flood copies failed\n", s.handoff_drops, s.egress.clone_failed);
+    return out;
+}
+
+std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg) {
+    std::string out = "{\n";
+    out += fmt::format("  \"schema\": {},\n", json_string(kStatsSchema));
+    out += fmt::format("  \"uptime_s\": {},\n  \"tsc_hz\": {},\n  \"simd\": {},\n  \"lcores\": {},\n", json_number(s.uptime_s),
+                       s.tsc_hz, json_string(s.simd), s.lcores);
+    out += fmt::format("  \"aggregation\": {},\n  \"feedback_enabled\": {},\n", cfg.aggregation, cfg.feedback);
+    out += "  \"ports\": [";
+    for (std::size_t i = 0; i < s.ports.size(); ++i) {
+        const auto& p = s.ports[i];
+        out += i ? ",\n    {" : "\n    {";
+        out += fmt::format("\"name\": {}, \"device\": {}, ", json_string(p.name), json_string(p.device));
+        append_fields(out, port_fields(p), true);
+        out += "\n     \"queue\": {";
+        append_fields(out, queue_fields(p), true);
+        out += fmt::format("\"mean_depth\": {}, \"mean_sojourn_us\": {}, \"max_sojourn_us\": {}, \"merge_ratio\": {}}}}}",
+                           json_number(p.mean_depth), json_number(p.mean_sojourn_us), json_number(p.max_sojourn_us),
+                           fmt::format("{:.6f}", p.merge_ratio));
+    }
+    out += "\n  ],\n";
+    out += fmt::format("  \"malformed\": {},\n", json_object(malformed_fields(s)));
+    out += fmt::format("  \"gradients\": {},\n", json_object(gradient_fields(s)));
+    out += fmt::format("  \"feedback\": {},\n", json_object(feedback_fields(s)));
+    out += fmt::format("  \"fdb\": {},\n", json_object(fdb_fields(s)));
+    out += fmt::format("  \"internal\": {}\n", json_object(internal_fields(s)));
+    out += "}\n";
+    return out;
+}
+
+bool write_stats_json(const std::string& path, const SwitchSnapshot& s, const core::SwitchConfig& cfg,
+                      std::string& error) {
+    const std::string text = stats_to_json(s, cfg);
+    const std::string tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f == nullptr) {
+        error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+        return false;
+    }
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) {
+        error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+        return false;
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        error = fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+// ---- telemetry ---------------------------------------------------------------------------------
+
+namespace {
+
+std::mutex g_tel_mutex;
+Switch* g_tel_switch = nullptr;  // guarded by g_tel_mutex
+
+// Telemetry keys allow only alphanumerics, '_' and '/'.
+std::string tel_key(std::string_view s) {
+    std::string k(s);
+    for (char& c : k)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '/')) c = '_';
+    return k;
+}
+
+void add_fields(rte_tel_data* d, const Fields& fields, const std::string& prefix = {}) {
+    for (const auto& [key, value] : fields) rte_tel_data_add_dict_u64(d, tel_key(prefix + key).c_str(), value);
+}
+
+// Without parameters: every port, keys "<port>/<field>". With a port name or index: that port only.
+int per_port(const char* params, rte_tel_data* d, Fields (*fields)(const PortSnapshot&), bool derived) {
+    std::lock_guard lock(g_tel_mutex);
+    rte_tel_data_start_dict(d);
+    if (g_tel_switch == nullptr) return 0;
+    const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
+    const std::string want = params ? params : "";
+    for (std::size_t i = 0; i < s.ports.size(); ++i) {
+        const auto& p = s.ports[i];
+        const bool selected = want.empty() || want == p.name || want == std::to_string(i);
+        if (!selected) continue;
+        const std::string prefix = want.empty() ? p.name + "/" : std::string();
+        add_fields(d, fields(p), prefix);
+        if (derived) add_fields(d, queue_derived_integer_fields(p), prefix);
+    }
+    return 0;
+}
+
+int tel_ports(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, port_fields, false); }
+int tel_queues(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, queue_fields, true); }
+
+int tel_malformed(const char*, const char*, rte_tel_data* d) {
+    std::lock_guard lock(g_tel_mutex);
+    rte_tel_data_start_dict(d);
+    if (g_tel_switch == nullptr) return 0;
+    const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
+    add_fields(d, malformed_fields(s));
+    add_fields(d, gradient_fields(s));
+    return 0;
+}
+
+int tel_fdb(const char*, const char*, rte_tel_data* d) {
+    std::lock_guard lock(g_tel_mutex);
+    rte_tel_data_start_dict(d);
+    if (g_tel_switch == nullptr) return 0;
+    const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
+    add_fields(d, fdb_fields(s));
+    add_fields(d, feedback_fields(s), "feedback/");
+    return 0;
+}
+
+int tel_config(const char*, const char*, rte_tel_data* d) {
+    std::lock_guard lock(g_tel_mutex);
+    rte_tel_data_start_dict(d);
+    if (g_tel_switch == nullptr) return 0;
+    const core::SwitchConfig& c = g_tel_switch->config();
+    rte_tel_data_add_dict_u64(d, "lcores", c.lcores);
+    rte_tel_data_add_dict_u64(d, "burst", c.burst);
+    rte_tel_data_add_dict_u64(d, "idle_backoff_us", c.idle_backoff_us);
+    rte_tel_data_add_dict_u64(d, "udp_port", c.udp_port);
+    rte_tel_data_add_dict_string(d, "aggregation", c.aggregation ? "on" : "off");
+    rte_tel_data_add_dict_string(d, "feedback", c.feedback ? "on" : "off");
+    rte_tel_data_add_dict_u64(d, "feedback_interval_us", c.feedback_interval_us);
+    rte_tel_data_add_dict_string(d, "malformed", c.malformed == core::MalformedAction::Drop ? "drop" : "forward");
+    rte_tel_data_add_dict_string(d, "non_member", c.non_member == core::NonMemberAction::Drop ? "drop" : "forward");
+    rte_tel_data_add_dict_u64(d, "clusters", c.clusters.size());
+    rte_tel_data_add_dict_u64(d, "fdb_capacity", c.fdb_capacity);
+    rte_tel_data_add_dict_u64(d, "mac_aging_s", c.mac_aging_s);
+    for (const auto& p : c.ports) {
+        const std::string prefix = tel_key(p.name) + "/";
+        rte_tel_data_add_dict_string(d, (prefix + "device").c_str(), p.device.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
+        rte_tel_data_add_dict_u64(d, (prefix + "shaper_rate_bps").c_str(), p.shaper.rate_bps);
+        rte_tel_data_add_dict_u64(d, (prefix + "queue_packets").c_str(), p.queue_packets);
+        rte_tel_data_add_dict_u64(d, (prefix + "queue_bytes").c_str(), p.queue_bytes);
+        rte_tel_data_add_dict_u64(d, (prefix + "mark_depth_packets").c_str(), p.marking.depth_packets);
+        rte_tel_data_add_dict_u64(d, (prefix + "mark_sojourn_us").c_str(), p.marking.sojourn_us);
+    }
+    return 0;
+}
+
+}  // namespace
+
+bool register_telemetry(Switch* sw) {
+    static bool registered = false;
+    static bool ok = true;
+    {
+        std::lock_guard lock(g_tel_mutex);
+        g_tel_switch = sw;
+    }
+    if (registered) return ok;
+    registered = true;
+    ok &= rte_telemetry_register_cmd("/shesha/ports", tel_ports,
+                                     "Per-port RX/TX counters. Parameters: optional port name or index") == 0;
+    ok &= rte_telemetry_register_cmd("/shesha/queues", tel_queues,
+                                     "Per-port egress queue state and counters. Parameters: optional port name or index") == 0;
+    ok &= rte_telemetry_register_cmd("/shesha/malformed", tel_malformed,
+                                     "Malformed frames per reason and gradient policy counters. No parameters") == 0;
+    ok &= rte_telemetry_register_cmd("/shesha/fdb", tel_fdb, "FDB size and counters, feedback counters. No parameters") == 0;
+    ok &= rte_telemetry_register_cmd("/shesha/config", tel_config, "Effective switch configuration. No parameters") == 0;
+    return ok;
+}
+
+void unregister_telemetry() {
+    std::lock_guard lock(g_tel_mutex);
+    g_tel_switch = nullptr;
+}
+
+}  // namespace shesha::sw

@@ -1,0 +1,656 @@
+#include "switch.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "frame.h"
+#include "merge_kernel.h"
+#include "protocol.h"
+
+namespace shesha::sw {
+
+namespace {
+
+constexpr std::uint32_t kHandoffRingSize = 4096;
+constexpr std::uint32_t kFeedbackLimiterSlots = 1024;
+
+std::uint64_t us_to_ticks(std::uint64_t us, std::uint64_t hz) noexcept {
+    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(us) * hz / 1'000'000);
+}
+
+std::uint16_t load_be16(const std::uint8_t* p) noexcept {
+    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+
+std::uint16_t clamp16(std::uint64_t v) noexcept {
+    return static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFF));
+}
+
+core::Mac mac_at(const std::uint8_t* p) noexcept {
+    core::Mac m;
+    std::memcpy(m.data(), p, m.size());
+    return m;
+}
+
+std::vector<core::ClusterRule> rules_from(const core::SwitchConfig& cfg) {
+    std::vector<core::ClusterRule> rules;
+    rules.reserve(cfg.clusters.size());
+    for (const auto& c : cfg.clusters) {
+        core::ClusterRule r;
+        r.cluster_id = c.id;
+        r.aggregation = c.aggregation;
+        r.version_tolerance = c.version_tolerance;
+        r.allowed_macs = c.member_macs;
+        r.allowed_ips = c.member_ips;
+        rules.push_back(std::move(r));
+    }
+    return rules;
+}
+
+core::QueueConfig queue_config_from(const core::SwitchConfig& cfg, const core::PortConfig& p, std::uint64_t hz) {
+    core::QueueConfig q;
+    q.capacity_packets = p.queue_packets;
+    q.capacity_bytes = p.queue_bytes;
+    q.aggregation = cfg.aggregation;
+    q.mark_depth_packets = p.marking.depth_packets;
+    q.mark_sojourn_ticks = us_to_ticks(p.marking.sojourn_us, hz);
+    q.mark_ip_ecn = p.marking.ip_ecn;
+    return q;
+}
+
+std::atomic<unsigned> g_ring_serial{0};
+
+}  // namespace
+
+// Everything about one port. RX counters are written by the lcore that polls the port, the rest
+// by the egress owner; each group sits on its own cache lines.
+struct Switch::PortState {
+    PortState(const core::SwitchConfig& cfg, const core::PortConfig& pc, std::uint16_t id, std::uint64_t hz)
+        : port_id(id), name(pc.name), device(pc.device),
+          queue(queue_config_from(cfg, pc, hz)),
+          bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz) {}
+
+    std::uint16_t port_id;
+    std::string name;
+    std::string device;
+    frame::MacAddr mac{};
+
+    PortRxCounters rx;
+
+    // Egress owner only.
+    core::AggregatingQueue queue;
+    core::TokenBucket bucket;
+    std::array<rte_mbuf*, kMaxBurst> pending{};           // left the queue, refused by the NIC
+    std::array<std::uint32_t, kMaxBurst> pending_len{};
+    std::array<std::uint16_t, kMaxBurst> pending_contrib{};
+    std::uint32_t n_pending = 0;
+    std::int64_t mark_ewma = 0;   // recent mark fraction, permille << 10 (for FEEDBACK)
+    PortTxCounters tx;
+
+    struct QueueView {
+        core::QueueStats stats;
+        std::uint64_t depth;
+        std::uint64_t depth_bytes;
+        std::uint64_t capacity;
+        std::uint64_t pending;
+    };
+    Published<QueueView> view;
+};
+
+struct Switch::RxContext {
+    RxLcoreCounters counters;
+    std::vector<std::uint16_t> ports;  // port indexes polled by this context
+    rte_ring* ring = nullptr;          // to the egress owner; null in one-lcore mode
+};
+
+Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> ports, rte_mempool* pool,
+               std::uint64_t ticks_per_second)
+    : cfg_(config),
+      pool_(pool),
+      hz_(std::max<std::uint64_t>(ticks_per_second, 1)),
+      burst_(std::clamp<std::uint32_t>(config.burst, 1, kMaxBurst)),
+      start_ticks_(0),
+      fdb_(config.fdb_capacity, std::uint64_t{config.mac_aging_s} * hz_),
+      policy_(rules_from(config), config.non_member),
+      limiter_(kFeedbackLimiterSlots, us_to_ticks(config.feedback_interval_us, hz_)),
+      egress_(std::make_unique<EgressCounters>()) {
+    if (ports.size() != cfg_.ports.size())
+        throw core::ConfigError(fmt::format("{} ports configured but {} port ids given", cfg_.ports.size(), ports.size()));
+    if (ports.empty()) throw core::ConfigError("no ports configured");
+
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        auto p = std::make_unique<PortState>(cfg_, cfg_.ports[i], ports[i], hz_);
+        rte_ether_addr addr{};
+        if (rte_eth_macaddr_get(ports[i], &addr) == 0) std::memcpy(p->mac.data(), addr.addr_bytes, 6);
+        ports_.push_back(std::move(p));
+    }
+
+    for (const auto& e : cfg_.static_fdb) {
+        auto it = std::find_if(cfg_.ports.begin(), cfg_.ports.end(), [&](const auto& pc) { return pc.name == e.port; });
+        if (it == cfg_.ports.end())
+            throw core::ConfigError(fmt::format("static FDB entry {} names unknown port '{}'", core::format_mac(e.mac), e.port));
+        if (!fdb_.add_static(e.mac, static_cast<std::uint16_t>(it - cfg_.ports.begin())))
+            throw core::ConfigError("static FDB entries exceed the FDB capacity");
+    }
+
+    // Spread the ports over the RX contexts; one context without a ring in one-lcore mode.
+    multi_ = cfg_.lcores > 1;
+    const std::size_t contexts = multi_ ? std::min<std::size_t>(cfg_.lcores - 1, ports.size()) : 1;
+    for (std::size_t c = 0; c < contexts; ++c) rx_contexts_.push_back(std::make_unique<RxContext>());
+    for (std::size_t i = 0; i < ports.size(); ++i)
+        rx_contexts_[i % contexts]->ports.push_back(static_cast<std::uint16_t>(i));
+    if (multi_) {
+        for (auto& ctx : rx_contexts_) {
+            const std::string name = fmt::format("shesha_rx{}", g_ring_serial.fetch_add(1));
+            ctx->ring = rte_ring_create_elem(name.c_str(), sizeof(Handoff), kHandoffRingSize,
+                                             static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (ctx->ring == nullptr)
+                throw std::runtime_error(fmt::format("cannot create ring {}: {}", name, rte_strerror(rte_errno)));
+        }
+    }
+    publish(0);
+}
+
+Switch::~Switch() {
+    drain();
+    for (auto& ctx : rx_contexts_)
+        if (ctx->ring != nullptr) rte_ring_free(ctx->ring);
+}
+
+std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[index]->port_id; }
+
+// ---- RX stage: classify and decode (stateless but for counters) ------------------------------
+
+void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta) noexcept {
+    meta = PacketMeta{};
+    meta.in_port = in_index;
+    PortRxCounters& rx = ports_[in_index]->rx;
+    bump(rx.packets);
+    bump(rx.bytes, rte_pktmbuf_pkt_len(m));
+
+    if (unlikely(m->nb_segs > 1)) {
+        // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
+        meta.cls = PacketClass::MultiSegment;
+        bump(rx.multi_segment);
+        return;
+    }
+
+    const auto* data = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    const frame::FrameInfo info = frame::classify({data, rte_pktmbuf_data_len(m)}, cfg_.udp_port);
+    switch (info.kind) {
+    case frame::FrameKind::NonIp:
+        meta.cls = PacketClass::Plain;
+        return;
+    case frame::FrameKind::IpOther:
+        meta.cls = PacketClass::Plain;
+        meta.l3_offset = info.l3_offset;
+        return;
+    case frame::FrameKind::Malformed:
+        meta.cls = PacketClass::Malformed;
+        bump(ctx.counters.bad_frames);
+        return;
+    case frame::FrameKind::Shesha:
+        break;
+    }
+
+    meta.l3_offset = info.l3_offset;
+    meta.l4_offset = info.l4_offset;
+    meta.src_ip = info.src_ip;
+    meta.dst_ip = info.dst_ip;
+    proto::Message msg;
+    const proto::DecodeError err = proto::decode({data + info.payload_offset, info.payload_len}, msg);
+    if (err != proto::DecodeError::Ok) {
+        meta.cls = PacketClass::Malformed;
+        bump(ctx.counters.malformed[static_cast<std::size_t>(err)]);
+        return;
+    }
+    bump(ctx.counters.shesha_valid);
+    meta.shesha = 1;
+    meta.shesha_offset = info.payload_offset;
+    meta.cluster_id = msg.hdr.cluster_id;
+    meta.chunk_index = msg.hdr.chunk_index;
+    meta.elem_count = msg.hdr.elem_count;
+    meta.model_version = msg.hdr.model_version;
+    meta.cls = (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32)
+                   ? PacketClass::Gradient
+                   : PacketClass::Plain;
+}
+
+// ---- forwarding stage (egress owner) ----------------------------------------------------------
+
+void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
+    const std::uint16_t in = meta.in_port;
+    const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    const core::Mac dst = mac_at(eth);
+    const core::Mac src = mac_at(eth + 6);
+    fdb_.learn(src, in, now);
+
+    if (meta.cls == PacketClass::Malformed && cfg_.malformed == core::MalformedAction::Drop) {
+        bump(egress_->malformed_dropped);
+        rte_pktmbuf_free(m);
+        return;
+    }
+
+    bool mergeable = false;
+    std::uint32_t tolerance = 0;
+    if (meta.cls == PacketClass::Gradient) {
+        switch (policy_.check(meta.cluster_id, src, meta.src_ip, tolerance)) {
+        case core::MergeVerdict::Merge:
+            mergeable = cfg_.aggregation;
+            break;
+        case core::MergeVerdict::NoAggregation:
+            bump(egress_->no_aggregation);
+            break;
+        case core::MergeVerdict::UnknownCluster:
+            bump(egress_->unknown_cluster);
+            break;
+        case core::MergeVerdict::NotMember:
+            bump(egress_->non_member);
+            if (policy_.non_member_action() == core::NonMemberAction::Drop) {
+                bump(egress_->non_member_dropped);
+                rte_pktmbuf_free(m);
+                return;
+            }
+            break;
+        }
+    }
+
+    const std::uint16_t out = core::is_multicast(dst) ? core::kNoPort : fdb_.lookup(dst, now);
+    if (out == in) {  // the destination lives behind the ingress port: never send it back
+        bump(ports_[in]->tx.filtered);
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (out != core::kNoPort) {
+        enqueue_to(out, m, meta, mergeable, tolerance, now);
+        return;
+    }
+
+    // Flood: a private copy for every other port but the last, which gets the original (queues
+    // write into their packets when merging or marking, so copies must not share data).
+    const std::uint16_t n = static_cast<std::uint16_t>(ports_.size());
+    std::uint16_t last = core::kNoPort;
+    for (std::uint16_t p = n; p-- > 0;)
+        if (p != in) { last = p; break; }
+    if (last == core::kNoPort) {  // a single port: nowhere to flood to
+        bump(ports_[in]->tx.filtered);
+        rte_pktmbuf_free(m);
+        return;
+    }
+    bump(ports_[in]->tx.flooded);
+    for (std::uint16_t p = 0; p < n; ++p) {
+        if (p == in) continue;
+        if (p == last) {
+            enqueue_to(p, m, meta, mergeable, tolerance, now);
+            break;
+        }
+        rte_mbuf* copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX);
+        if (unlikely(copy == nullptr)) {
+            bump(egress_->clone_failed);
+            continue;
+        }
+        enqueue_to(p, copy, meta, mergeable, tolerance, now);
+    }
+}
+
+void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
+                        std::uint32_t tolerance, std::uint64_t now) noexcept {
+    PortState& port = *ports_[out_index];
+    core::Arrival a;
+    a.handle = m;
+    a.frame = rte_pktmbuf_mtod(m, std::uint8_t*);
+    a.frame_len = rte_pktmbuf_pkt_len(m);
+    if (meta.cls != PacketClass::MultiSegment && meta.cls != PacketClass::Malformed) {
+        a.l3_offset = meta.l3_offset;
+        a.l4_offset = meta.l4_offset;
+        a.shesha_offset = meta.shesha_offset;
+    }
+    a.mergeable = mergeable;
+    a.cluster_id = meta.cluster_id;
+    a.chunk_index = meta.chunk_index;
+    a.elem_count = meta.elem_count;
+    a.model_version = meta.model_version;
+    a.dst_ip = meta.dst_ip;
+    a.version_tolerance = tolerance;
+
+    const core::EnqueueResult r = port.queue.enqueue(a, now);
+    port.mark_ewma += ((r.marked ? (std::int64_t{1000} << 10) : 0) - port.mark_ewma) / 32;
+
+    if (r.marked && cfg_.feedback && meta.cls == PacketClass::Gradient && r.status != core::EnqueueStatus::DroppedFull)
+        send_feedback(meta, a.frame, out_index, now);
+
+    switch (r.status) {
+    case core::EnqueueStatus::Queued:
+        break;
+    case core::EnqueueStatus::Merged:
+        rte_pktmbuf_free(m);
+        break;
+    case core::EnqueueStatus::DroppedFull:
+        bump(port.tx.queue_drops);
+        rte_pktmbuf_free(m);
+        break;
+    }
+}
+
+// FEEDBACK to the sender of a marked GRADIENT: a new packet out of the ingress port, bypassing
+// every queue. The switch has no address of its own, so it answers from the address the gradient
+// was sent to (the learner's IP) and the Shesha port: a worker's socket connected to the learner
+// receives it.
+void Switch::send_feedback(const PacketMeta& meta, const std::uint8_t* frame, std::uint16_t out_index,
+                           std::uint64_t now) noexcept {
+    if (!limiter_.allow(meta.src_ip, now)) {
+        bump(egress_->feedback_suppressed);
+        return;
+    }
+    proto::Header grad;
+    if (proto::decode_header({frame + meta.shesha_offset, proto::kHeaderSize}, grad) != proto::DecodeError::Ok) {
+        bump(egress_->feedback_failed);
+        return;
+    }
+    rte_mbuf* fb = rte_pktmbuf_alloc(pool_);
+    if (unlikely(fb == nullptr)) {
+        bump(egress_->feedback_failed);
+        return;
+    }
+    constexpr std::size_t kPayload = proto::kHeaderSize + proto::kFeedbackBodySize;
+    constexpr std::size_t kFrameLen = frame::kUdpPayloadOffset + kPayload;
+    auto* out = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(fb, kFrameLen));
+    if (unlikely(out == nullptr)) {
+        rte_pktmbuf_free(fb);
+        bump(egress_->feedback_failed);
+        return;
+    }
+
+    const PortState& queue_port = *ports_[out_index];
+    const core::AggregatingQueue& q = queue_port.queue;
+    const core::QueueStats& qs = q.stats();
+    proto::FeedbackBody body;
+    body.port_id = out_index;
+    body.queue_capacity = clamp16(q.capacity());
+    body.queue_depth = clamp16(q.depth());
+    body.mark_permille = clamp16(static_cast<std::uint64_t>(std::max<std::int64_t>(queue_port.mark_ewma, 0) >> 10));
+    body.queue_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(q.depth_bytes(), 0xFFFFFFFFu));
+    // The triggering packet has just arrived: report the wait it faces, the backlog's wire time
+    // at the shaped rate (0 on an unshaped port).
+    const std::uint64_t rate = queue_port.bucket.rate_bps();
+    if (rate != 0) {
+        const std::uint64_t wire_bits = (q.depth_bytes() + std::uint64_t{q.depth()} * frame::kWireOverhead) * 8;
+        body.sojourn_us = static_cast<std::uint32_t>(
+            std::min<unsigned __int128>(static_cast<unsigned __int128>(wire_bits) * 1'000'000 / rate, 0xFFFFFFFFu));
+    }
+    body.merge_permille = qs.mergeable_arrivals ? clamp16(qs.merged * 1000 / qs.mergeable_arrivals) : 0;
+    body.drops = static_cast<std::uint32_t>(qs.dropped);
+
+    proto::Header h;
+    h.type = proto::MsgType::Feedback;
+    h.elem_type = proto::ElemType::None;
+    h.flags = 0;
+    h.cluster_id = grad.cluster_id;
+    h.worker_id = grad.worker_id;
+    h.model_version = grad.model_version;
+    h.seq = grad.seq;
+    h.chunk_index = grad.chunk_index;
+    h.chunk_count = grad.chunk_count;
+    h.elem_count = 0;
+    h.contrib_count = 1;
+    h.ts_earliest_ns = grad.ts_latest_ns;
+    h.ts_latest_ns = grad.ts_latest_ns;
+    std::uint8_t* payload = out + frame::kUdpPayloadOffset;
+    proto::encode_header(h, {payload, proto::kHeaderSize});
+    proto::encode_feedback(body, {payload + proto::kHeaderSize, proto::kFeedbackBodySize});
+
+    const PortState& in_port = *ports_[meta.in_port];
+    frame::Endpoints ep;
+    ep.src_mac = in_port.mac;
+    std::memcpy(ep.dst_mac.data(), frame + 6, 6);
+    ep.src_ip = meta.dst_ip;
+    ep.dst_ip = meta.src_ip;
+    ep.src_port = cfg_.udp_port;
+    ep.dst_port = load_be16(frame + meta.l4_offset);  // the gradient's UDP source port
+    if (frame::build_udp_frame(ep, kPayload, {out, kFrameLen}) == 0) {
+        rte_pktmbuf_free(fb);
+        bump(egress_->feedback_failed);
+        return;
+    }
+    if (rte_eth_tx_burst(in_port.port_id, 0, &fb, 1) != 1) {
+        rte_pktmbuf_free(fb);
+        bump(egress_->feedback_failed);
+        return;
+    }
+    bump(egress_->feedback_sent);
+}
+
+// ---- TX stage ---------------------------------------------------------------------------------
+
+unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
+    std::array<rte_mbuf*, kMaxBurst> burst;
+    std::array<std::uint32_t, kMaxBurst> lens;
+    std::array<std::uint16_t, kMaxBurst> contrib;
+    // Packets the NIC refused last time go first, in order.
+    std::uint32_t n = port.n_pending;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        burst[i] = port.pending[i];
+        lens[i] = port.pending_len[i];
+        contrib[i] = port.pending_contrib[i];
+    }
+    while (n < burst_) {
+        const std::uint32_t len = port.queue.front_len();
+        if (len == 0 || !port.bucket.try_consume(len, now)) break;
+        core::Departure d;
+        if (!port.queue.dequeue(now, d)) break;
+        burst[n] = static_cast<rte_mbuf*>(d.handle);
+        lens[n] = d.frame_len;
+        contrib[n] = d.contributions;
+        ++n;
+    }
+    if (n == 0) return 0;
+
+    const std::uint16_t sent = rte_eth_tx_burst(port.port_id, 0, burst.data(), static_cast<std::uint16_t>(n));
+    std::uint64_t bytes = 0, contributions = 0;
+    for (std::uint16_t i = 0; i < sent; ++i) {
+        bytes += lens[i];
+        contributions += contrib[i];
+    }
+    bump(port.tx.packets, sent);
+    bump(port.tx.bytes, bytes);
+    bump(port.tx.contributions, contributions);
+    port.n_pending = n - sent;
+    if (port.n_pending != 0) {
+        bump(port.tx.refused, port.n_pending);
+        for (std::uint32_t i = 0; i < port.n_pending; ++i) {
+            port.pending[i] = burst[sent + i];
+            port.pending_len[i] = lens[sent + i];
+            port.pending_contrib[i] = contrib[sent + i];
+        }
+    }
+    return sent;
+}
+
+unsigned Switch::transmit_all(std::uint64_t now) noexcept {
+    unsigned sent = 0;
+    for (auto& p : ports_) sent += transmit(*p, now);
+    return sent;
+}
+
+// ---- rounds -------------------------------------------------------------------------------------
+
+unsigned Switch::poll_round(std::uint64_t now) noexcept {
+    RxContext& ctx = *rx_contexts_.front();
+    std::array<rte_mbuf*, kMaxBurst> pkts;
+    unsigned received = 0;
+    for (std::uint16_t index : ctx.ports) {
+        const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
+        for (std::uint16_t i = 0; i < n; ++i) {
+            if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+            PacketMeta meta;
+            inspect(ctx, pkts[i], index, meta);
+            forward(pkts[i], meta, now);
+        }
+        received += n;
+    }
+    const unsigned sent = transmit_all(now);
+    bump(ctx.counters.rounds);
+    bump(egress_->rounds);
+    if (received == 0 && sent == 0) {
+        bump(ctx.counters.idle_rounds);
+        bump(egress_->idle_rounds);
+    }
+    housekeeping(now);
+    return received;
+}
+
+unsigned Switch::rx_round(unsigned worker, std::uint64_t now) noexcept {
+    (void)now;
+    RxContext& ctx = *rx_contexts_[worker];
+    std::array<rte_mbuf*, kMaxBurst> pkts;
+    std::array<Handoff, kMaxBurst> handoffs;
+    unsigned received = 0;
+    for (std::uint16_t index : ctx.ports) {
+        const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
+        if (n == 0) continue;
+        for (std::uint16_t i = 0; i < n; ++i) {
+            if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+            handoffs[i].mbuf = pkts[i];
+            inspect(ctx, pkts[i], index, handoffs[i].meta);
+        }
+        const unsigned queued = rte_ring_sp_enqueue_burst_elem(ctx.ring, handoffs.data(), sizeof(Handoff), n, nullptr);
+        if (queued < n) {
+            bump(ctx.counters.handoff_drops, n - queued);
+            for (unsigned i = queued; i < n; ++i) rte_pktmbuf_free(handoffs[i].mbuf);
+        }
+        received += n;
+    }
+    bump(ctx.counters.rounds);
+    if (received == 0) bump(ctx.counters.idle_rounds);
+    return received;
+}
+
+unsigned Switch::egress_round(std::uint64_t now) noexcept {
+    std::array<Handoff, kMaxBurst> handoffs;
+    unsigned taken = 0;
+    for (auto& ctx : rx_contexts_) {
+        const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs.data(), sizeof(Handoff), burst_, nullptr);
+        for (unsigned i = 0; i < n; ++i) forward(handoffs[i].mbuf, handoffs[i].meta, now);
+        taken += n;
+    }
+    const unsigned sent = transmit_all(now);
+    bump(egress_->rounds);
+    if (taken == 0 && sent == 0) bump(egress_->idle_rounds);
+    housekeeping(now);
+    return taken + sent;
+}
+
+void Switch::housekeeping(std::uint64_t now) noexcept {
+    last_now_ = now;
+    if (now - last_housekeeping_ < hz_ / 1000) return;
+    publish(now);
+}
+
+void Switch::publish(std::uint64_t now) noexcept {
+    last_housekeeping_ = now;
+    last_now_ = now;
+    if (start_ticks_ == 0) store_relaxed(start_ticks_, now);
+    if (now - last_aging_ >= hz_) {
+        fdb_.age(now);
+        last_aging_ = now;
+    }
+    for (auto& p : ports_) {
+        p->view.publish({p->queue.stats(), p->queue.depth(), p->queue.depth_bytes(), p->queue.capacity(), p->n_pending});
+    }
+    fdb_view_.publish({fdb_.stats(), fdb_.size()});
+}
+
+void Switch::drain() noexcept {
+    for (auto& ctx : rx_contexts_) {
+        if (ctx->ring == nullptr) continue;
+        Handoff h;
+        while (rte_ring_sc_dequeue_elem(ctx->ring, &h, sizeof(Handoff)) == 0) rte_pktmbuf_free(h.mbuf);
+    }
+    const std::uint64_t now = last_now_;  // the data path's clock (tests use their own)
+    for (auto& p : ports_) {
+        core::Departure d;
+        while (p->queue.dequeue(now, d)) {
+            bump(p->tx.dropped);
+            rte_pktmbuf_free(static_cast<rte_mbuf*>(d.handle));
+        }
+        if (p->n_pending != 0) {
+            bump(p->tx.dropped, p->n_pending);
+            for (std::uint32_t i = 0; i < p->n_pending; ++i) rte_pktmbuf_free(p->pending[i]);
+            p->n_pending = 0;
+        }
+        p->view.publish({p->queue.stats(), p->queue.depth(), p->queue.depth_bytes(), p->queue.capacity(), 0});
+    }
+}
+
+// ---- snapshot (any thread) -----------------------------------------------------------------------
+
+SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
+    SwitchSnapshot s;
+    s.tsc_hz = hz_;
+    s.taken_tsc = now;
+    const std::uint64_t start = load_relaxed(start_ticks_);
+    s.uptime_s = (start != 0 && now > start) ? static_cast<double>(now - start) / static_cast<double>(hz_) : 0.0;
+    s.simd = std::string(core::to_string(core::active_simd()));
+    s.lcores = cfg_.lcores;
+    const double us_per_tick = 1e6 / static_cast<double>(hz_);
+
+    for (const auto& p : ports_) {
+        PortSnapshot ps;
+        ps.name = p->name;
+        ps.device = p->device;
+        ps.port_id = p->port_id;
+        ps.shaper_rate_bps = p->bucket.rate_bps();
+        const PortRxCounters rx = read_counters(p->rx);
+        ps.rx_packets = rx.packets;
+        ps.rx_bytes = rx.bytes;
+        ps.rx_multi_segment = rx.multi_segment;
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(p->port_id, &es) == 0) {
+            ps.rx_missed = es.imissed;
+            ps.rx_nombuf = es.rx_nombuf;
+        }
+        ps.tx = read_counters(p->tx);
+        const auto view = p->view.read();
+        ps.queue = view.stats;
+        ps.queue_capacity = view.capacity;
+        ps.queue_depth = view.depth;
+        ps.queue_depth_bytes = view.depth_bytes;
+        ps.tx_pending = view.pending;
+        const auto& q = ps.queue;
+        ps.mean_depth = q.depth_samples ? static_cast<double>(q.depth_sum) / static_cast<double>(q.depth_samples) : 0.0;
+        ps.mean_sojourn_us = q.dequeued ? static_cast<double>(q.sojourn_sum_ticks) / static_cast<double>(q.dequeued) * us_per_tick : 0.0;
+        ps.max_sojourn_us = static_cast<double>(q.sojourn_max_ticks) * us_per_tick;
+        ps.merge_ratio = q.mergeable_arrivals ? static_cast<double>(q.merged) / static_cast<double>(q.mergeable_arrivals) : 0.0;
+        s.ports.push_back(std::move(ps));
+    }
+
+    for (const auto& ctx : rx_contexts_) {
+        const RxLcoreCounters c = read_counters(ctx->counters);
+        for (std::size_t i = 0; i < c.malformed.size(); ++i) s.malformed[i] += c.malformed[i];
+        s.bad_frames += c.bad_frames;
+        s.shesha_valid += c.shesha_valid;
+        s.handoff_drops += c.handoff_drops;
+    }
+    s.malformed_total = s.bad_frames;
+    for (std::size_t i = 1; i < s.malformed.size(); ++i) s.malformed_total += s.malformed[i];
+    s.egress = read_counters(*egress_);
+    const FdbView fv = fdb_view_.read();
+    s.fdb = fv.stats;
+    s.fdb_size = fv.size;
+    s.fdb_capacity = cfg_.fdb_capacity;
+    return s;
+}
+
+}  // namespace shesha::sw
