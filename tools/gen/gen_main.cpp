@@ -52,6 +52,7 @@ struct Options {
     std::uint32_t version_period_ms = 100;
     std::uint64_t seed = 1;
     bool ecn = false;
+    bool poison = false;  // payloads that are not the exact-sum pattern (a rogue sender, for tests)
     std::string json;
     bool progress = false;
     std::uint32_t credit_timeout_ms = 1000;
@@ -196,6 +197,12 @@ bool Generator::send_next_chunk(Worker& w) {
     h.ts_earliest_ns = w.update_ts_ns;
     h.ts_latest_ns = w.update_ts_ns;
     pattern::fill(elements_.data(), elements_.size(), w.cluster_id, w.next_chunk, w.worker_id);
+    // A poisoned update follows another cluster's pattern: alone it fails verification at the
+    // sink, and merged into anyone's update it would break that sum too, so tests can prove a
+    // non-member's gradients never join a merge.
+    if (opts_.poison)
+        pattern::fill(elements_.data(), elements_.size(), static_cast<std::uint16_t>(w.cluster_id ^ 0x5a5a),
+                      w.next_chunk, w.worker_id);
     const auto body = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(elements_.data()),
                                                     elements_.size() * sizeof(float));
     const std::size_t len = proto::encode(h, body, tx_);
@@ -506,6 +513,7 @@ std::string Generator::summary_json(double elapsed_s) const {
     j.field("version_period_ms", opts_.version_period_ms);
     j.field("seed", opts_.seed);
     j.field("ecn", opts_.ecn);
+    j.field("poison", opts_.poison);
     j.end_object();
     j.field("duration_s", elapsed_s);
 
@@ -589,6 +597,7 @@ int run_main(int argc, char** argv) {
     app.add_option("--version-period-ms", opts.version_period_ms, "model version period")->capture_default_str()->check(CLI::Range(1u, 86'400'000u));
     app.add_option("--seed", opts.seed, "random seed (skew lags)")->capture_default_str();
     app.add_flag("--ecn", opts.ecn, "send with ECT(0) in the IP header");
+    app.add_flag("--poison", opts.poison, "send payloads that fail the exact-sum check (rogue-sender tests)");
     app.add_option("--json", opts.json, "write the summary JSON to FILE (- for stdout)");
     app.add_flag("--progress", opts.progress, "one status line per second on stderr");
     app.add_option("--credit-timeout-ms", opts.credit_timeout_ms, "closed loop: forget a full window after this long without credit")

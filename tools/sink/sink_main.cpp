@@ -84,6 +84,7 @@ struct Counters {
     std::uint64_t merged_chunks = 0;
     std::uint64_t exact = 0;
     std::uint64_t bad = 0;
+    std::uint64_t bad_merged = 0;  // wrong sums in chunks holding more than one contribution
     std::array<std::uint64_t, kPatternCheckCount> bad_by_check{};
     std::uint64_t bf16_unverified = 0;
     std::uint64_t elem_count_mismatch = 0;  // --expect-elems violations (also verified as usual)
@@ -206,6 +207,7 @@ void Sink::handle_gradient(const proto::Message& msg, const sockaddr_in& from, b
             ++c_.exact;
         } else {
             ++c_.bad;
+            if (h.contrib_count > 1) ++c_.bad_merged;
             ++c_.bad_by_check[static_cast<std::size_t>(check)];
             if (logged_bad_++ < kMaxLoggedBadSums) {
                 const float found = bad_index < n ? elems_[bad_index] : 0.0f;
@@ -424,6 +426,7 @@ std::string Sink::summary_json(double elapsed_s) {
     j.begin_object("verify");
     j.field("exact", c_.exact);
     j.field("bad", c_.bad);
+    j.field("bad_merged", c_.bad_merged);
     for (int i = 1; i < kPatternCheckCount; ++i)
         j.field(check_name(static_cast<pattern::Check>(i)), c_.bad_by_check[static_cast<std::size_t>(i)]);
     j.field("bf16_unverified", c_.bf16_unverified);
