@@ -28,6 +28,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <yaml-cpp/yaml.h>
+
 #include "bench_frames.h"
 #include "bench_main.h"
 #include "bench_util.h"
@@ -218,12 +220,12 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
     PortTotals a, b;
     const auto flow_deadline = Clock::now() + std::chrono::seconds(15);
     while (Clock::now() < flow_deadline && child.running()) {
-        if (!read_totals(tel, ports, a)) break;
-        if (a.tx_packets > 0) break;
+        // Ports are attached after EAL (and its telemetry) start: until then the query fails.
+        if (read_totals(tel, ports, a) && a.rx_packets > 0) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (a.tx_packets == 0) {
-        rates.error = fmt::format("{} forwarded nothing; log {}:\n{}", argv[0], log.string(), child.log_tail());
+    if (a.rx_packets == 0) {
+        rates.error = fmt::format("{} received nothing; log {}:\n{}", argv[0], log.string(), child.log_tail());
         return rates;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -246,6 +248,34 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
                                   log.string(), child.log_tail());
     }
     return rates;
+}
+
+// ---- shesha-switch's final statistics -------------------------------------------------------------
+
+struct SwitchTotals {
+    bool ok = false;
+    std::uint64_t rx = 0, tx = 0, filtered = 0, flooded = 0, merged = 0, mergeable = 0, queue_drops = 0;
+};
+
+// Whole-run totals from the stats JSON shesha-switch writes at exit (JSON is YAML flow syntax).
+SwitchTotals read_switch_stats(const fs::path& path) {
+    SwitchTotals t;
+    try {
+        const YAML::Node root = YAML::LoadFile(path.string());
+        for (const YAML::Node& port : root["ports"]) {
+            t.rx += port["rx_packets"].as<std::uint64_t>();
+            t.tx += port["tx_packets"].as<std::uint64_t>();
+            t.filtered += port["filtered"].as<std::uint64_t>();
+            t.flooded += port["flooded"].as<std::uint64_t>();
+            t.merged += port["queue"]["merged"].as<std::uint64_t>();
+            t.mergeable += port["queue"]["mergeable_arrivals"].as<std::uint64_t>();
+            t.queue_drops += port["queue"]["dropped"].as<std::uint64_t>();
+        }
+        t.ok = true;
+    } catch (const std::exception&) {
+        t.ok = false;  // missing or different schema: the caller reports telemetry numbers only
+    }
+    return t;
 }
 
 // ---- the two programs ----------------------------------------------------------------------------
@@ -315,6 +345,49 @@ void write_text(const fs::path& path, const std::string& text) {
     if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// 64 B UDP frames to a non-Shesha port between two hosts, one on each side: host `from` sends to
+// host `to`, so once both are learned every frame is a known unicast forward.
+std::vector<std::vector<std::uint8_t>> small_frames(std::uint8_t from, std::uint8_t to) {
+    std::vector<std::vector<std::uint8_t>> frames;
+    for (int i = 0; i < kPcapFrames; ++i) {
+        frame::Endpoints ep;
+        ep.src_mac = {0x02, 0x00, 0x00, 0x00, 0x03, from};
+        ep.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x03, to};
+        ep.src_ip = 0x0A000100u + from;
+        ep.dst_ip = 0x0A000100u + to;
+        ep.src_port = static_cast<std::uint16_t>(5000 + i);
+        ep.dst_port = 9;  // discard: not Shesha
+        std::vector<std::uint8_t> buf(64, 0);
+        constexpr std::size_t kPayload = 64 - frame::kUdpPayloadOffset;  // 64 B frames, as net_null makes
+        if (frame::build_udp_frame(ep, kPayload, buf) != 64) throw std::runtime_error("cannot build a 64 B frame");
+        frames.push_back(std::move(buf));
+    }
+    return frames;
+}
+
+// One workload run by both programs, one after the other.
+struct PairResult {
+    Rates testpmd, shesha;
+    SwitchTotals totals;
+};
+
+PairResult run_pair(const ForwardOptions& fwd, const fs::path& dir, const std::string& tag, const std::string& name,
+                    const std::vector<std::string>& vdevs, bool gradients, double secs) {
+    PairResult r;
+    r.testpmd = measure_process(testpmd_argv(fwd, tag + "-tp-" + name, vdevs), tag + "-tp-" + name, 2, secs,
+                                dir / ("testpmd-" + name + ".log"));
+    const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
+    write_text(yaml, switch_config({vdevs, gradients}, tag + "-sw-" + name, stats));
+    r.shesha = measure_process({fwd.switch_binary, "-c", yaml.string()}, tag + "-sw-" + name, 2, secs,
+                               dir / ("switch-" + name + ".log"));
+    if (r.shesha.ok) r.totals = read_switch_stats(stats);
+    return r;
+}
+
+std::string pct(std::uint64_t part, std::uint64_t whole) {
+    return whole ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
 }  // namespace
 
 ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd) {
@@ -337,69 +410,86 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     const std::string tag = fmt::format("shesha-bench-{}", ::getpid());
     const double secs = opt.seconds;
     bool failed = false;
+    auto note_failure = [&](Table& t, const char* who, const Rates& r) {
+        if (r.ok && r.error.empty()) return;
+        failed = true;
+        t.add_note(fmt::format("{} failed: {}", who, r.error));
+    };
 
     // (a) 64 B non-Shesha frames between two net_null ports.
-    const std::vector<std::string> null_vdevs = {"net_null0", "net_null1"};
-    const Rates tp_a = measure_process(testpmd_argv(fwd, tag + "-tp-a", null_vdevs), tag + "-tp-a", 2, secs,
-                                       dir / "testpmd-null.log");
-    if (!tp_a.ok) {
+    const PairResult a = run_pair(fwd, dir, tag, "null", {"net_null0", "net_null1"}, false, secs);
+    if (!a.testpmd.ok) {
         // testpmd is plain DPDK: if it cannot run, DPDK cannot run here at all.
         result.skipped = true;
-        result.reason = "dpdk-testpmd could not run (EAL cannot init here?): " + tp_a.error;
+        result.reason = "dpdk-testpmd could not run (EAL cannot init here?): " + a.testpmd.error;
         if (own_dir) fs::remove_all(dir);
         return result;
     }
-    write_text(dir / "switch-null.yaml", switch_config({null_vdevs, false}, tag + "-sw-a", dir / "stats-null.json"));
-    const Rates sw_a = measure_process({fwd.switch_binary, dir / "switch-null.yaml"}, tag + "-sw-a", 2, secs,
-                                       dir / "switch-null.log");
-    Table ta("forward (a): 64 B non-Shesha frames, 2 net_null ports, 1 forwarding lcore",
-             {"program", "rx Mpps", "fwd Mpps", "x testpmd"});
-    ta.add_row({"dpdk-testpmd io", tp_a.rx_mpps, tp_a.tx_mpps, 1.0});
-    if (sw_a.ok) {
-        ta.add_row({"shesha-switch", sw_a.rx_mpps, sw_a.tx_mpps, sw_a.tx_mpps / tp_a.tx_mpps});
-    } else {
-        failed = true;
-        ta.add_note("shesha-switch failed: " + sw_a.error);
+    // (a') the same frame size from pcap replays with real unicast addresses.
+    const fs::path small0 = dir / "small0.pcap", small1 = dir / "small1.pcap";
+    if (!write_pcap(small0, small_frames(1, 2)) || !write_pcap(small1, small_frames(2, 1))) {
+        throw std::runtime_error("cannot write pcaps in " + dir.string());
     }
-    ta.add_note(fmt::format("{:.1f} s windows read via /ethdev/stats telemetry; fwd = packets sent, both ports; "
-                            "target: shesha >= 0.7x testpmd", secs));
+    const PairResult a2 = run_pair(fwd, dir, tag, "pcap64",
+                                   {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", small0.string()),
+                                    fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", small1.string())},
+                                   false, secs);
+
+    Table ta("forward (a): 64 B non-Shesha frames, 2 ports, 1 forwarding lcore",
+             {"ports", "program", "rx Mpps", "fwd Mpps", "fwd x testpmd"});
+    for (const auto* pr : {&a, &a2}) {
+        const std::string ports = pr == &a ? "net_null" : "net_pcap replay";
+        if (pr->testpmd.ok) ta.add_row({ports, "dpdk-testpmd io", pr->testpmd.rx_mpps, pr->testpmd.tx_mpps, 1.0});
+        if (pr->shesha.ok) {
+            ta.add_row({ports, "shesha-switch", pr->shesha.rx_mpps, pr->shesha.tx_mpps,
+                        pr->testpmd.ok ? pr->shesha.tx_mpps / pr->testpmd.tx_mpps : std::nan("")});
+        }
+        note_failure(ta, ("dpdk-testpmd on " + ports).c_str(), pr->testpmd);
+        note_failure(ta, ("shesha-switch on " + ports).c_str(), pr->shesha);
+        if (pr->totals.ok && pr->totals.filtered > 0) {
+            ta.add_note(fmt::format("shesha-switch on {}: {} of received frames filtered (destination learned on the "
+                                    "ingress port), {} flooded",
+                                    ports, pct(pr->totals.filtered, pr->totals.rx), pct(pr->totals.flooded, pr->totals.rx)));
+        }
+    }
+    ta.add_note(fmt::format("{:.1f} s windows read via /ethdev/stats telemetry after a warm-up; fwd = packets sent on "
+                            "both ports; target: shesha >= 0.7x testpmd",
+                            secs));
     ta.print();
     tables.push_back(std::move(ta));
 
     // (b) 1 KB gradients from pcap replays, half of them mergeable.
     const fs::path pcap0 = dir / "gradients0.pcap", pcap1 = dir / "gradients1.pcap";
     const auto frames0 = gradient_pairs(0, 1), frames1 = gradient_pairs(2, 2);
-    if (!write_pcap(pcap0, frames0) || !write_pcap(pcap1, frames1)) throw std::runtime_error("cannot write pcaps");
+    if (!write_pcap(pcap0, frames0) || !write_pcap(pcap1, frames1)) {
+        throw std::runtime_error("cannot write pcaps in " + dir.string());
+    }
     const double frame_bytes = static_cast<double>(frames0.front().size());
-    const std::vector<std::string> pcap_vdevs = {
-        fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", pcap0.string()),
-        fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", pcap1.string())};
-    const Rates tp_b = measure_process(testpmd_argv(fwd, tag + "-tp-b", pcap_vdevs), tag + "-tp-b", 2, secs,
-                                       dir / "testpmd-pcap.log");
-    write_text(dir / "switch-pcap.yaml", switch_config({pcap_vdevs, true}, tag + "-sw-b", dir / "stats-pcap.json"));
-    const Rates sw_b = measure_process({fwd.switch_binary, dir / "switch-pcap.yaml"}, tag + "-sw-b", 2, secs,
-                                       dir / "switch-pcap.log");
+    const PairResult b = run_pair(fwd, dir, tag, "gradients",
+                                  {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", pcap0.string()),
+                                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", pcap1.string())},
+                                  true, secs);
     Table tb(fmt::format("forward (b): {} B GRADIENT frames (1 KB fp32), 2 net_pcap replay ports, pairs mergeable",
                          frames0.front().size()),
              {"program", "rx Mpps", "rx Gbps", "tx Mpps", "merged frac", "rx x testpmd"});
     const auto gbps = [&](double mpps) { return mpps * frame_bytes * 8 / 1e3; };
-    if (tp_b.ok) {
-        tb.add_row({"dpdk-testpmd io", tp_b.rx_mpps, gbps(tp_b.rx_mpps), tp_b.tx_mpps, 0.0, 1.0});
-    } else {
-        failed = true;
-        tb.add_note("dpdk-testpmd failed: " + tp_b.error);
+    if (b.testpmd.ok) tb.add_row({"dpdk-testpmd io", b.testpmd.rx_mpps, gbps(b.testpmd.rx_mpps), b.testpmd.tx_mpps, 0.0, 1.0});
+    if (b.shesha.ok) {
+        // Whole-run merge fraction from the switch's own counters when available, else 1 - tx/rx
+        // over the window (every arrival either leaves or merges: unshaped queues never fill).
+        const double frac = b.totals.ok && b.totals.mergeable
+                                ? static_cast<double>(b.totals.merged) / static_cast<double>(b.totals.mergeable)
+                                : 1.0 - b.shesha.tx_mpps / b.shesha.rx_mpps;
+        tb.add_row({"shesha-switch", b.shesha.rx_mpps, gbps(b.shesha.rx_mpps), b.shesha.tx_mpps, frac,
+                    b.testpmd.ok ? b.shesha.rx_mpps / b.testpmd.rx_mpps : std::nan("")});
+        if (b.totals.ok && b.totals.queue_drops) {
+            tb.add_note(fmt::format("shesha-switch queue drops: {}", b.totals.queue_drops));
+        }
     }
-    if (sw_b.ok) {
-        // Every arrival either leaves or merges (TX drops nothing it accepts, the queues never fill
-        // unshaped), so the merged fraction is 1 - tx/rx.
-        tb.add_row({"shesha-switch", sw_b.rx_mpps, gbps(sw_b.rx_mpps), sw_b.tx_mpps, 1.0 - sw_b.tx_mpps / sw_b.rx_mpps,
-                    tp_b.ok ? sw_b.rx_mpps / tp_b.rx_mpps : std::nan("")});
-    } else {
-        failed = true;
-        tb.add_note("shesha-switch failed: " + sw_b.error);
-    }
-    tb.add_note("rx Gbps = frame bytes (no preamble/FCS) x rx rate; merged frac = 1 - tx/rx; pcap RX copies each frame "
-                "into a fresh mbuf, for both programs");
+    note_failure(tb, "dpdk-testpmd", b.testpmd);
+    note_failure(tb, "shesha-switch", b.shesha);
+    tb.add_note("rx Gbps = frame bytes (no preamble/FCS) x rx rate; merged frac = merged / mergeable arrivals (switch "
+                "stats); pcap replay copies each frame into a fresh mbuf, for both programs");
     tb.print();
     tables.push_back(std::move(tb));
 
