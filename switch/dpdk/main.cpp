@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
         }
     }
 
-    CLI::App app{"DPDK top-of-rack switch that merges compatible RL gradient packets in its egress queues."};
-    app.usage("Usage: shesha-switch -c FILE [OPTIONS] [-- EXTRA_EAL_ARGS...]");
+    CLI::App app{"DPDK top-of-rack switch that merges compatible RL gradient packets in its egress queues.\n"
+                 "Usage: shesha-switch -c FILE [OPTIONS] [-- EXTRA_EAL_ARGS...]",
+                 "shesha-switch"};
     // Required by hand after parsing, so an unknown flag is reported as such rather than as a missing -c.
     app.add_option("-c,--config", opt.config_path, "YAML configuration file (required; see configs/ and docs/switch.md)");
     app.add_option("--duration", opt.duration_s, "stop after this many seconds (default: run until SIGINT/SIGTERM)")

@@ -44,6 +44,10 @@ core::Mac mac_at(const std::uint8_t* p) noexcept {
     return m;
 }
 
+bool is_zero_mac(const core::Mac& m) noexcept {
+    return (m[0] | m[1] | m[2] | m[3] | m[4] | m[5]) == 0;
+}
+
 std::vector<core::ClusterRule> rules_from(const core::SwitchConfig& cfg) {
     std::vector<core::ClusterRule> rules;
     rules.reserve(cfg.clusters.size());
@@ -235,7 +239,9 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
     const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
     const core::Mac dst = mac_at(eth);
     const core::Mac src = mac_at(eth + 6);
-    fdb_.learn(src, in, now);
+    // The all-zero address is no station's (net_null and broken senders use it): never learned, so
+    // frames to it flood instead of being pinned to whichever port sent one last.
+    if (!is_zero_mac(src)) fdb_.learn(src, in, now);
 
     if (meta.cls == PacketClass::Malformed && cfg_.malformed == core::MalformedAction::Drop) {
         bump(egress_->malformed_dropped);
