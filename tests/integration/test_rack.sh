@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# End-to-end test on a virtual rack: hosts in network namespaces on veth pairs, shesha-switch on
+# af_packet ports between them, shesha-gen -> shesha-sink through a shaped bottleneck.
+# Needs root and network namespaces; exits 77 (skip) where they are unavailable.
+#
+# usage: test_rack.sh SWITCH GEN SINK SOURCE_DIR
+set -uo pipefail
+
+SWITCH=$1 GEN=$2 SINK=$3 SRC=$4
+# shellcheck source=../../tools/lab/rack.sh
+source "$SRC/tools/lab/rack.sh"
+# shellcheck source=../../tools/lab/switch_yaml.sh
+source "$SRC/tools/lab/switch_yaml.sh"
+
+RACK_PREFIX=shesha-it-
+RACK_IF_PREFIX=shit-
+export RACK_FILE_PREFIX=shesha-it-$$
+rack_can_run || exit 77
+
+WORK=$(mktemp -d /tmp/shesha-rack-test.XXXXXX)
+SWITCH_PID=
+failures=0
+
+cleanup() {
+    [ -n "$SWITCH_PID" ] && kill -TERM "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null
+    rack_down
+    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+check() {  # check DESCRIPTION PYTHON_EXPR (evaluated with j(file, path) available)
+    local desc=$1 expr=$2 out
+    out=$(python3 - "$expr" <<'EOF'
+import json, sys
+cache = {}
+def j(path, key):
+    if path not in cache:
+        cache[path] = json.load(open(path))
+    node = cache[path]
+    for part in key.split("."):
+        node = node[int(part)] if part.isdigit() else node[part]
+    return node
+def port(path, name):
+    return next(p for p in j(path, "ports") if p["name"] == name)
+expr = sys.argv[1]
+try:
+    ok = eval(expr)
+except Exception as e:
+    print(f"error evaluating: {e}")
+    sys.exit(2)
+print("true" if ok else "false")
+EOF
+)
+    if [ "$out" = "true" ]; then pass "$desc"; else fail "$desc ($expr -> $out)"; fi
+}
+jv() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]))
+for p in sys.argv[2].split('.'): d=d[int(p)] if p.isdigit() else d[p]
+print(d)" "$1" "$2"; }
+
+HOSTS=(h1 h2 h3 h4 h9)          # h1..h3 workers, h4 learner, h9 a rogue outside the allow-list
+rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4 h9:10.77.0.9
+LEARNER_IP=10.77.0.4
+
+start_switch() {  # start_switch NAME RATE QUEUE MARK AGGREGATION
+    local name=$1
+    rack_switch_yaml "$WORK/$name.yaml" h4 "$2" "$3" "$4" h1,h2,h3 "${HOSTS[@]}"
+    "$SWITCH" -c "$WORK/$name.yaml" --aggregation "$5" --stats-json "$WORK/$name.switch.json" \
+        > "$WORK/$name.switch.log" 2>&1 &
+    SWITCH_PID=$!
+    for _ in $(seq 1 100); do
+        grep -q "shesha-switch running" "$WORK/$name.switch.log" && return 0
+        kill -0 "$SWITCH_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "switch $name did not start"; cat "$WORK/$name.switch.log"; exit 1
+}
+stop_switch() {
+    kill -INT "$SWITCH_PID"; wait "$SWITCH_PID"; local rc=$?; SWITCH_PID=
+    [ $rc -eq 0 ] || fail "switch exited with $rc"
+}
+
+# gen_on HOST NAME ARGS...: a shesha-gen in HOST's namespace, JSON to $WORK/NAME.gen.json
+gen_on() {
+    local host=$1 name=$2; shift 2
+    rack_exec "$host" "$GEN" --dst "$LEARNER_IP" --json "$WORK/$name.gen.json" "$@" > "$WORK/$name.gen.log" 2>&1
+}
+sum_sent() {  # total contributions sent by the named gen runs
+    local total=0 f
+    for f in "$@"; do total=$((total + $(jv "$WORK/$f.gen.json" totals.contributions_sent))); done
+    echo $total
+}
+
+# ---------------------------------------------------------------------------------------------
+echo "== 1. ping across the switch"
+start_switch ping 0 256 0 on
+rack_exec h1 ping -c 3 -i 0.2 -W 1 "$LEARNER_IP" > "$WORK/ping.log" 2>&1 && pass "h1 -> h4 ping" || fail "h1 -> h4 ping"
+rack_exec h2 ping -c 3 -i 0.2 -W 1 10.77.0.3 >> "$WORK/ping.log" 2>&1 && pass "h2 -> h3 ping" || fail "h2 -> h3 ping"
+stop_switch
+check "switch learned the hosts' MACs" "j('$WORK/ping.switch.json', 'fdb.learned') >= 3"
+
+# ---------------------------------------------------------------------------------------------
+echo "== 2. uncongested: no merges, nothing lost, every sum exact"
+start_switch calm 0 256 0 on
+rack_exec h4 "$SINK" --until-idle 2 --duration 20 --json "$WORK/calm.sink.json" > "$WORK/calm.sink.log" 2>&1 &
+SINK_PID=$!
+sleep 0.3
+gen_on h1 calm --clusters 2 --workers 3 --chunks 4 --rate 20 --duration 4
+wait $SINK_PID; sink_rc=$?
+stop_switch
+[ $sink_rc -eq 0 ] || fail "sink exit code $sink_rc (3 = wrong sums)"
+sent=$(sum_sent calm)
+check "uncongested: sink got every contribution ($sent)" "j('$WORK/calm.sink.json', 'totals.contributions') == $sent"
+check "uncongested: every sum exact" "j('$WORK/calm.sink.json', 'verify.bad') == 0 and j('$WORK/calm.sink.json', 'verify.exact') == $sent"
+check "uncongested: the switch merged nothing" "port('$WORK/calm.switch.json', 'h4')['merged'] == 0"
+check "uncongested: no tail drops" "port('$WORK/calm.switch.json', 'h4')['dropped'] == 0"
+
+# ---------------------------------------------------------------------------------------------
+# Congested: three worker hosts offer about 40 Mbit/s of 1 KB gradients to a 20 Mbit/s port.
+# Run once with aggregation on (plus the rogue host and malformed traffic), once off.
+congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
+    local name=$1 agg=$2 rogue=$3
+    start_switch "$name" 20M 128 32 "$agg"
+    rack_exec h4 "$SINK" --until-idle 2 --duration 30 --json "$WORK/$name.sink.json" > "$WORK/$name.sink.log" 2>&1 &
+    local sink_pid=$!
+    sleep 0.3
+    local pids=() h i=0
+    for h in h1 h2 h3; do
+        gen_on "$h" "$name-$h" --clusters 2 --workers 2 --worker-base $((i * 10)) --chunks 4 --rate 100 \
+            --duration 6 --ecn &
+        pids+=($!); i=$((i + 1))
+    done
+    if [ "$rogue" = yes ]; then
+        # h9 is not on the allow-list: its poisoned cluster-1 gradients must never be merged.
+        gen_on h9 "$name-h9" --clusters 1 --workers 1 --worker-base 900 --chunks 4 --rate 50 --duration 6 --poison &
+        pids+=($!)
+        sleep 1
+        local h1mac h4mac
+        h4mac=$(rack_mac h4)
+        for kind in garbage truncated nonip badip; do
+            rack_exec h1 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
+                --dst-ip "$LEARNER_IP" --src-ip 10.77.0.1 >> "$WORK/$name.raw.log" 2>&1 || fail "rawframes $kind"
+        done
+    fi
+    local p; for p in "${pids[@]}"; do wait "$p" || fail "gen $p exited non-zero"; done
+    wait $sink_pid
+    stop_switch
+}
+
+echo "== 3. congested, aggregation on, with a rogue sender and malformed frames"
+congested_run agg on yes
+S=$WORK/agg.switch.json K=$WORK/agg.sink.json
+sent=$(sum_sent agg-h1 agg-h2 agg-h3)
+rogue_sent=$(jv "$WORK/agg-h9.gen.json" totals.contributions_sent)
+check "congested: the bottleneck merged gradients" "port('$S', 'h4')['merged'] > 0"
+check "congested: merged chunks reached the sink" "j('$K', 'totals.merged_chunks') > 0 and j('$K', 'totals.merge_ratio') > 1.0"
+check "congested: every merged sum is exact" "j('$K', 'verify.bad_merged') == 0"
+check "congested: only the rogue's own chunks fail verification" "0 < j('$K', 'verify.bad') <= $rogue_sent"
+check "congested: contributions delivered + tail-dropped = sent" \
+    "j('$K', 'totals.contributions') + port('$S', 'h4')['dropped'] == $sent + j('$K', 'verify.bad')"
+check "rogue: every rogue gradient counted as non-member ($rogue_sent)" "j('$S', 'gradients.non_member') == $rogue_sent"
+check "malformed: 50 garbage datagrams counted as bad magic" "j('$S', 'malformed.bad_magic') == 50"
+check "malformed: 50 truncated headers counted as short" "j('$S', 'malformed.short_packet') == 50"
+check "malformed: 50 bad IPv4 frames counted" "j('$S', 'malformed.bad_frames') == 50"
+check "non-IP frames forwarded (flooded or switched, not dropped)" "j('$S', 'frames.non_ip') >= 50"
+check "congestion marks set" "port('$S', 'h4')['marked'] > 0"
+check "feedback sent to senders" "j('$S', 'feedback.sent') > 0"
+
+echo "== 4. the same load with aggregation off: more queueing and more drops"
+congested_run fifo off no
+F=$WORK/fifo.switch.json
+check "fifo: nothing merged" "port('$F', 'h4')['merged'] == 0"
+check "fifo: more tail drops than with aggregation" "port('$F', 'h4')['dropped'] > port('$S', 'h4')['dropped']"
+check "fifo: deeper mean queue than with aggregation" \
+    "port('$F', 'h4')['depth_sum'] / port('$F', 'h4')['depth_samples'] > port('$S', 'h4')['depth_sum'] / port('$S', 'h4')['depth_samples']"
+check "fifo: every sum exact" "j('$WORK/fifo.sink.json', 'verify.bad') == 0"
+
+echo "== 5. the switch keeps forwarding after all that"
+start_switch after 0 256 0 on
+rack_exec h1 ping -c 2 -i 0.2 -W 1 "$LEARNER_IP" > /dev/null 2>&1 && pass "ping after stress" || fail "ping after stress"
+stop_switch
+
+echo
+if [ "$failures" -eq 0 ]; then echo "rack test: all checks passed"; exit 0; fi
+echo "rack test: $failures check(s) failed"; exit 1
