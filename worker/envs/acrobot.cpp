@@ -12,6 +12,12 @@ constexpr std::array<std::string_view, 6> kNames{"cos_theta1",  "sin_theta1",  "
                                                  "sin_theta2",  "theta1_dot", "theta2_dot"};
 
 // acrobot.py wrap(): shifts x by whole periods (M - m) until m <= x <= M.
+// The `**` of constants in _dsdt (lc1**2, l1**2, lc2**2), evaluated once with the same libm pow
+// that Python calls on every evaluation upstream.
+const double kLc1Squared = pymath::python_pow(Acrobot::kLinkComPos1, 2);
+const double kL1Squared = pymath::python_pow(Acrobot::kLinkLength1, 2);
+const double kLc2Squared = pymath::python_pow(Acrobot::kLinkComPos2, 2);
+
 double wrap(double x, double m, double big_m) {
     const double diff = big_m - m;
     while (x > big_m) {
@@ -40,7 +46,7 @@ void Acrobot::sample_initial_state(Rng& rng) {
 
 Acrobot::Augmented Acrobot::derivatives(const Augmented& s) const {
     using pymath::python_pow;
-    // Locals of _dsdt; the `**` are evaluated by libm pow at run time upstream, so they are here too.
+    // Locals of _dsdt.
     const double m1 = kLinkMass1;
     const double m2 = kLinkMass2;
     const double l1 = kLinkLength1;
@@ -57,9 +63,8 @@ Acrobot::Augmented Acrobot::derivatives(const Augmented& s) const {
 
     const double cos_theta2 = std::cos(theta2);
     const double sin_theta2 = std::sin(theta2);
-    const double d1 = m1 * python_pow(lc1, 2) +
-                      m2 * (python_pow(l1, 2) + python_pow(lc2, 2) + 2 * l1 * lc2 * cos_theta2) + i1 + i2;
-    const double d2 = m2 * (python_pow(lc2, 2) + l1 * lc2 * cos_theta2) + i2;
+    const double d1 = m1 * kLc1Squared + m2 * (kL1Squared + kLc2Squared + 2 * l1 * lc2 * cos_theta2) + i1 + i2;
+    const double d2 = m2 * (kLc2Squared + l1 * lc2 * cos_theta2) + i2;
     const double phi2 = m2 * lc2 * g * std::cos(theta1 + theta2 - kPi / 2.0);
     const double phi1 = -m2 * l1 * lc2 * python_pow(dtheta2, 2) * sin_theta2 -
                         2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin_theta2 +
@@ -67,7 +72,7 @@ Acrobot::Augmented Acrobot::derivatives(const Augmented& s) const {
     // book_or_nips == "book" (the default)
     const double ddtheta2 =
         (a + d2 / d1 * phi1 - m2 * l1 * lc2 * python_pow(dtheta1, 2) * sin_theta2 - phi2) /
-        (m2 * python_pow(lc2, 2) + i2 - python_pow(d2, 2) / d1);
+        (m2 * kLc2Squared + i2 - python_pow(d2, 2) / d1);
     const double ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
     return {dtheta1, dtheta2, ddtheta1, ddtheta2, 0.0};
 }
