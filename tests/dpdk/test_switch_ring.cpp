@@ -1,0 +1,589 @@
+// DPDK smoke test of the shesha-switch data path without NICs: EAL without hugepages or PCI,
+// ports made with rte_eth_from_rings on rings this test owns, frames injected into the RX rings
+// and read back from the TX rings. Time is a fake clock (1 tick = 1 ns) passed to the rounds, so
+// shaping, merging and rate limiting are deterministic. Exits 77 (skipped) if EAL cannot start for
+// lack of privileges.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "gradient_pattern.h"
+#include "init.h"
+#include "protocol.h"
+#include "stats.h"
+#include "switch.h"
+
+using namespace shesha;
+
+namespace {
+
+constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
+constexpr std::uint16_t kWorkerPort = 40000;
+
+rte_mempool* g_pool = nullptr;
+
+void ensure_eal() {
+    static bool done = false;
+    if (done) return;
+    const std::string prefix = fmt::format("shesha-test-{}", ::getpid());
+    // --no-shconf: no shared config file; --no-huge leaves no hugepage files either.
+    std::vector<std::string> args = {"test_switch_ring", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+                                     "--no-telemetry", "--file-prefix", prefix, "-l", "0", "--log-level", "lib.eal:error"};
+    std::string error;
+    bool ok = false;
+    try {
+        ok = sw::init_eal(args, error);
+    } catch (const sw::InitError& e) {
+        // Anything else than missing privileges is a real failure; EAL cannot be retried either way.
+        if (geteuid() == 0) {
+            std::fprintf(stderr, "FAIL: %s\n", e.what());
+            std::exit(1);
+        }
+        error = e.what();
+    }
+    if (!ok) {
+        std::fprintf(stderr, "SKIP (needs privileges): %s\n", error.c_str());
+        std::exit(77);
+    }
+    spdlog::set_level(spdlog::level::warn);
+    g_pool = rte_pktmbuf_pool_create("test_pool", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    REQUIRE(g_pool != nullptr);
+    done = true;
+}
+
+frame::MacAddr mac(std::uint8_t last) { return {0x02, 0, 0, 0, 0, last}; }
+constexpr frame::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+std::uint32_t host_ip(std::uint8_t last) { return (10u << 24) | last; }  // 10.0.0.x, never sent anywhere
+
+std::vector<std::uint8_t> bytes_of(const rte_mbuf* m) {
+    const auto* p = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    return {p, p + rte_pktmbuf_data_len(m)};
+}
+
+rte_mbuf* mbuf_from(const std::vector<std::uint8_t>& frame) {
+    rte_mbuf* m = rte_pktmbuf_alloc(g_pool);
+    REQUIRE(m != nullptr);
+    auto* p = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(frame.size())));
+    REQUIRE(p != nullptr);
+    std::memcpy(p, frame.data(), frame.size());
+    return m;
+}
+
+std::vector<std::uint8_t> udp_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint32_t sip,
+                                    std::uint32_t dip, std::uint16_t dport, const std::vector<std::uint8_t>& payload) {
+    std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
+    std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
+    frame::Endpoints ep;
+    ep.src_mac = src;
+    ep.dst_mac = dst;
+    ep.src_ip = sip;
+    ep.dst_ip = dip;
+    ep.src_port = kWorkerPort;
+    ep.dst_port = dport;
+    ep.ecn = 1;
+    REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
+    return f;
+}
+
+// A non-IP frame (ARP ethertype), minimum size.
+std::vector<std::uint8_t> l2_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint8_t tag) {
+    std::vector<std::uint8_t> f(60, tag);
+    std::memcpy(f.data(), dst.data(), 6);
+    std::memcpy(f.data() + 6, src.data(), 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    return f;
+}
+
+proto::Header gradient_header(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t worker, std::uint16_t n) {
+    proto::Header h;
+    h.type = proto::MsgType::Gradient;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster;
+    h.worker_id = worker;
+    h.model_version = 5;
+    h.seq = 100 + worker;
+    h.chunk_index = chunk;
+    h.chunk_count = 4;
+    h.elem_count = n;
+    h.contrib_count = 1;
+    h.ts_earliest_ns = 1000 + worker;
+    h.ts_latest_ns = 1000 + worker;
+    return h;
+}
+
+std::vector<std::uint8_t> gradient_payload(const proto::Header& h) {
+    std::vector<float> elems(h.elem_count);
+    pattern::fill(elems.data(), elems.size(), h.cluster_id, h.chunk_index, h.worker_id);
+    std::vector<std::uint8_t> body(elems.size() * 4);
+    std::memcpy(body.data(), elems.data(), body.size());
+    std::vector<std::uint8_t> out(proto::kHeaderSize + body.size());
+    REQUIRE(proto::encode(h, body, out) == out.size());
+    return out;
+}
+
+std::vector<std::uint8_t> gradient_frame(std::uint8_t worker_host, const frame::MacAddr& dst_mac, std::uint32_t dst_ip,
+                                         std::uint16_t cluster, std::uint16_t chunk, std::uint16_t n = 64) {
+    return udp_frame(mac(worker_host), dst_mac, host_ip(worker_host), dst_ip, proto::kDefaultUdpPort,
+                     gradient_payload(gradient_header(cluster, chunk, worker_host, n)));
+}
+
+// Three (or n) ring ports, created fresh for each test and torn down at the end.
+struct Rig {
+    explicit Rig(std::size_t n) {
+        ensure_eal();
+        static int serial = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::string base = fmt::format("t{}", serial++);
+            rte_ring* rx = rte_ring_create((base + "rx").c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            rte_ring* tx = rte_ring_create((base + "tx").c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            REQUIRE(rx != nullptr);
+            REQUIRE(tx != nullptr);
+            const int id = rte_eth_from_rings(fmt::format("net_ring_{}", base).c_str(), &rx, 1, &tx, 1, 0);
+            REQUIRE(id >= 0);
+            rx_rings.push_back(rx);
+            tx_rings.push_back(tx);
+            ids.push_back(static_cast<std::uint16_t>(id));
+        }
+        avail_before = rte_mempool_avail_count(g_pool);
+    }
+    ~Rig() {
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            free_all(take(i));
+            void* m;
+            while (rte_ring_dequeue(rx_rings[i], &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+            rte_eth_dev_stop(ids[i]);
+            rte_eth_dev_close(ids[i]);
+            rte_ring_free(rx_rings[i]);
+            rte_ring_free(tx_rings[i]);
+        }
+    }
+
+    core::SwitchConfig config(std::uint32_t lcores = 1) const {
+        core::SwitchConfig cfg;
+        cfg.lcores = lcores;
+        cfg.burst = 32;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            core::PortConfig p;
+            p.name = fmt::format("p{}", i);
+            p.device = "net_ring";
+            p.queue_packets = 64;
+            cfg.ports.push_back(p);
+        }
+        cfg.clusters.push_back({7, true, 0, {}, {host_ip(1), host_ip(2), host_ip(3), host_ip(4)}});
+        return cfg;
+    }
+
+    // Configures and starts the ports with the library's own setup.
+    void start(const core::SwitchConfig& cfg) {
+        for (std::size_t i = 0; i < ids.size(); ++i) sw::setup_port(ids[i], cfg.ports[i], g_pool, 0);
+    }
+
+    void inject(std::size_t port, const std::vector<std::uint8_t>& frame) {
+        rte_mbuf* m = mbuf_from(frame);
+        REQUIRE(rte_ring_enqueue(rx_rings[port], m) == 0);
+    }
+
+    std::vector<rte_mbuf*> take(std::size_t port) {
+        std::vector<rte_mbuf*> out;
+        void* m;
+        while (rte_ring_dequeue(tx_rings[port], &m) == 0) out.push_back(static_cast<rte_mbuf*>(m));
+        return out;
+    }
+
+    static void free_all(const std::vector<rte_mbuf*>& v) {
+        for (rte_mbuf* m : v) rte_pktmbuf_free(m);
+    }
+
+    std::vector<rte_ring*> rx_rings, tx_rings;
+    std::vector<std::uint16_t> ids;
+    unsigned avail_before = 0;
+};
+
+// One forwarding round in either lcore layout, all on this thread.
+void run_round(sw::Switch& s, std::uint64_t now) {
+    if (s.multi_lcore()) {
+        for (unsigned w = 0; w < s.rx_workers(); ++w) s.rx_round(w, now);
+        s.egress_round(now);
+    } else {
+        s.poll_round(now);
+    }
+}
+
+sw::SwitchSnapshot snap(sw::Switch& s, std::uint64_t now) {
+    s.publish(now);
+    return s.snapshot(now);
+}
+
+std::uint16_t be16(const std::uint8_t* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
+std::uint32_t be32(const std::uint8_t* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+}  // namespace
+
+TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    INFO("lcores " << lcores);
+    Rig rig(3);
+    const core::SwitchConfig cfg = rig.config(lcores);
+    rig.start(cfg);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        REQUIRE(s.multi_lcore() == (lcores > 1));
+        std::uint64_t now = kHz;
+
+        // A broadcasts on p0: one copy each on p1 and p2, none back on p0; A is learned on p0.
+        const auto bcast = l2_frame(mac(0xa), kBroadcast, 1);
+        rig.inject(0, bcast);
+        run_round(s, now);
+        auto p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        REQUIRE(p1.size() == 1);
+        REQUIRE(p2.size() == 1);
+        CHECK(bytes_of(p1[0]) == bcast);
+        CHECK(bytes_of(p2[0]) == bcast);
+        CHECK(p1[0] != p2[0]);  // a private copy per port
+        Rig::free_all(p1);
+        Rig::free_all(p2);
+
+        // B on p1 sends to A: unicast to p0 only; B is learned on p1.
+        const auto b_to_a = udp_frame(mac(0xb), mac(0xa), host_ip(0xb), host_ip(0xa), 9999, std::vector<std::uint8_t>(100, 7));
+        rig.inject(1, b_to_a);
+        run_round(s, ++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        REQUIRE(p0.size() == 1);
+        CHECK(bytes_of(p0[0]) == b_to_a);
+        CHECK(p1.empty());
+        CHECK(p2.empty());
+        Rig::free_all(p0);
+
+        // A to B: p1 only.
+        const auto a_to_b = udp_frame(mac(0xa), mac(0xb), host_ip(0xa), host_ip(0xb), 9999, std::vector<std::uint8_t>(80, 3));
+        rig.inject(0, a_to_b);
+        run_round(s, ++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        REQUIRE(p1.size() == 1);
+        CHECK(bytes_of(p1[0]) == a_to_b);
+        CHECK(p2.empty());
+        Rig::free_all(p1);
+
+        // A to an unknown unicast address: flooded to p1 and p2.
+        rig.inject(0, l2_frame(mac(0xa), mac(0xc), 2));
+        run_round(s, ++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        CHECK(p1.size() == 1);
+        CHECK(p2.size() == 1);
+        Rig::free_all(p1);
+        Rig::free_all(p2);
+
+        // B shows up on p0 and sends to A, who lives behind p0: B moves, the frame is filtered.
+        rig.inject(0, l2_frame(mac(0xb), mac(0xa), 3));
+        run_round(s, ++now);
+        CHECK(rig.take(0).empty());
+        CHECK(rig.take(1).empty());
+        CHECK(rig.take(2).empty());
+
+        const auto st = snap(s, now);
+        CHECK(st.ports[0].rx_packets == 4);
+        CHECK(st.ports[1].rx_packets == 1);
+        CHECK(st.ports[0].tx.packets == 1);
+        CHECK(st.ports[1].tx.packets == 3);
+        CHECK(st.ports[2].tx.packets == 2);
+        CHECK(st.ports[0].tx.flooded == 2);
+        CHECK(st.ports[0].tx.filtered == 1);
+        CHECK(st.fdb.learned == 2);
+        CHECK(st.fdb.moved == 1);
+        CHECK(st.fdb_size == 2);
+        CHECK(st.malformed_total == 0);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
+}
+
+TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact sum", "[dpdk]") {
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    INFO("lcores " << lcores);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config(lcores);
+    cfg.ports[1].shaper.rate_bps = 1'000'000;  // 1 Mbit/s towards the learner
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        // The learner announces itself on p1.
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+
+        // Eight 1400 B fillers exhaust the 9100 B bucket: six leave (6 x 1424 wire bytes), two wait.
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+        run_round(s, now);
+        REQUIRE(snap(s, now).ports[1].queue_depth == 2);
+
+        // Four workers' gradients for the same (cluster, chunk, version), one per round, time frozen.
+        constexpr int k = 4;
+        std::uint32_t grad_len = 0;
+        for (int w = 1; w <= k; ++w) {
+            const auto g = gradient_frame(static_cast<std::uint8_t>(w), learner, learner_ip, 7, 2);
+            grad_len = static_cast<std::uint32_t>(g.size());
+            rig.inject(0, g);
+            run_round(s, now);
+        }
+        auto st = snap(s, now);
+        CHECK(st.ports[1].queue_depth == 3);
+        CHECK(st.ports[1].queue.mergeable_arrivals == k);
+        CHECK(st.ports[1].queue.merged == k - 1);
+        CHECK(st.ports[1].queue.bytes_saved == (k - 1) * grad_len);
+
+        // Let time pass: everything leaves.
+        std::vector<rte_mbuf*> out;
+        for (int i = 0; i < 50 && out.size() < 9; ++i) {
+            now += kHz / 10;
+            run_round(s, now);
+            for (rte_mbuf* m : rig.take(1)) out.push_back(m);
+        }
+        REQUIRE(out.size() == 9);  // 8 fillers + 1 merged gradient
+        int gradients = 0;
+        for (rte_mbuf* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            ++gradients;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.contrib_count == k);
+            CHECK((msg.hdr.flags & proto::flag::kMerged) != 0);
+            CHECK(msg.hdr.ts_earliest_ns == 1001);
+            CHECK(msg.hdr.ts_latest_ns == 1004);
+            std::vector<float> elems(msg.hdr.elem_count);
+            std::memcpy(elems.data(), msg.payload.data(), elems.size() * 4);
+            CHECK(elems[0] == static_cast<float>(k));
+            CHECK(pattern::verify(elems.data(), elems.size(), 7, 2, msg.hdr.contrib_count) == pattern::Check::Ok);
+        }
+        CHECK(gradients == 1);
+        Rig::free_all(out);
+        st = snap(s, now);
+        CHECK(st.ports[1].tx.packets == 9);
+        CHECK(st.ports[1].tx.contributions == 8 + k);
+        CHECK(st.ports[1].queue.dequeued == 9);
+        CHECK(st.ports[1].merge_ratio == Approx(0.75));
+        CHECK(rig.take(0).empty());
+
+        const std::string json = sw::stats_to_json(st, cfg);
+        CHECK(json.find("\"schema\": \"shesha-switch-stats/1\"") != std::string::npos);
+        CHECK(json.find("\"merged\": 3,") != std::string::npos);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("malformed Shesha messages are counted per reason and forwarded or dropped", "[dpdk]") {
+    const bool drop = GENERATE(false, true);
+    INFO("drop " << drop);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.malformed = drop ? core::MalformedAction::Drop : core::MalformedAction::Forward;
+    rig.start(cfg);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        const frame::MacAddr learner = mac(0x50);
+        auto good = gradient_payload(gradient_header(7, 0, 1, 16));
+        auto bad_magic = good;
+        bad_magic[0] = 0x12;
+        auto short_msg = std::vector<std::uint8_t>(good.begin(), good.begin() + 20);
+        auto bad_length = std::vector<std::uint8_t>(good.begin(), good.end() - 4);  // 15 elements, header says 16
+        const std::vector<std::vector<std::uint8_t>> frames = {
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, bad_magic),
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, short_msg),
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, bad_length),
+        };
+        for (const auto& f : frames) rig.inject(0, f);
+        run_round(s, kHz);
+        const auto out = rig.take(1);
+        if (drop) {
+            CHECK(out.empty());
+        } else {
+            REQUIRE(out.size() == 3);
+            for (std::size_t i = 0; i < 3; ++i) CHECK(bytes_of(out[i]) == frames[i]);  // unchanged
+        }
+        Rig::free_all(out);
+        const auto st = snap(s, kHz);
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::BadMagic)] == 1);
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::ShortPacket)] == 1);
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::LengthMismatch)] == 1);
+        CHECK(st.malformed_total == 3);
+        CHECK(st.egress.malformed_dropped == (drop ? 3u : 0u));
+        CHECK(st.shesha_valid == 0);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("a gradient from a non-member is never merged", "[dpdk]") {
+    const bool drop = GENERATE(false, true);
+    INFO("drop " << drop);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.non_member = drop ? core::NonMemberAction::Drop : core::NonMemberAction::ForwardUnmerged;
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    rig.start(cfg);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        const frame::MacAddr learner = mac(0x50);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        run_round(s, now);
+        // Member worker 1, then host 9 (not on the allow-list) with a compatible gradient.
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 1));
+        run_round(s, now);
+        rig.inject(0, gradient_frame(9, learner, host_ip(0x50), 7, 1));
+        run_round(s, now);
+        auto st = snap(s, now);
+        CHECK(st.egress.non_member == 1);
+        CHECK(st.egress.non_member_dropped == (drop ? 1u : 0u));
+        CHECK(st.ports[1].queue.merged == 0);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 1);
+        CHECK(st.ports[1].queue_depth == (drop ? 3u : 4u));
+
+        std::vector<rte_mbuf*> out;
+        for (int i = 0; i < 50 && out.size() < (drop ? 9u : 10u); ++i) {
+            now += kHz / 10;
+            run_round(s, now);
+            for (rte_mbuf* m : rig.take(1)) out.push_back(m);
+        }
+        std::vector<std::uint32_t> workers;
+        for (rte_mbuf* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.contrib_count == 1);
+            workers.push_back(msg.hdr.worker_id);
+        }
+        CHECK(workers == (drop ? std::vector<std::uint32_t>{1} : std::vector<std::uint32_t>{1, 9}));
+        Rig::free_all(out);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[dpdk]") {
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    INFO("lcores " << lcores);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config(lcores);
+    cfg.feedback = true;
+    cfg.feedback_interval_us = 1000;
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    cfg.ports[1].marking.depth_packets = 1;  // mark arrivals that find anything waiting
+    rig.start(cfg);
+    rte_ether_addr p0_mac{};
+    REQUIRE(rte_eth_macaddr_get(rig.ids[0], &p0_mac) == 0);
+    const frame::MacAddr learner = mac(0x50);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x33)));
+        run_round(s, now);
+        // Fillers 2..8 found packets waiting and were marked, but they are not gradients: no FEEDBACK.
+        REQUIRE(rig.take(0).empty());
+
+        const auto g = gradient_frame(1, learner, host_ip(0x50), 7, 3, 32);
+        rig.inject(0, g);
+        run_round(s, now);
+        auto fb = rig.take(0);
+        REQUIRE(fb.size() == 1);
+        const auto f = bytes_of(fb[0]);
+        Rig::free_all(fb);
+
+        // Ethernet: from p0's MAC back to worker 1.
+        CHECK(std::equal(f.begin(), f.begin() + 6, mac(1).begin()));
+        CHECK(std::memcmp(f.data() + 6, p0_mac.addr_bytes, 6) == 0);
+        // (ring ports cannot change their all-zero MAC, so also check it is not the learner's)
+        CHECK(!std::equal(f.begin() + 6, f.begin() + 12, learner.begin()));
+        // IPv4/UDP: from the learner's address and the Shesha port to the worker's address and port.
+        const std::uint8_t* ip_hdr = f.data() + frame::kEthHeaderSize;
+        CHECK(be32(ip_hdr + 12) == host_ip(0x50));
+        CHECK(be32(ip_hdr + 16) == host_ip(1));
+        CHECK(be16(ip_hdr + 10) == frame::ipv4_header_checksum(ip_hdr, 20));
+        const std::uint8_t* udp = ip_hdr + 20;
+        CHECK(be16(udp) == proto::kDefaultUdpPort);
+        CHECK(be16(udp + 2) == kWorkerPort);
+        CHECK(be16(udp + 6) == frame::udp_checksum(ip_hdr, udp, be16(udp + 4)));
+
+        proto::Message msg;
+        REQUIRE(proto::decode({f.data() + frame::kUdpPayloadOffset, f.size() - frame::kUdpPayloadOffset}, msg) ==
+                proto::DecodeError::Ok);
+        CHECK(msg.hdr.type == proto::MsgType::Feedback);
+        CHECK(msg.hdr.cluster_id == 7);
+        CHECK(msg.hdr.worker_id == 1);
+        CHECK(msg.hdr.chunk_index == 3);
+        CHECK(msg.hdr.seq == 101);
+        proto::FeedbackBody body;
+        REQUIRE(proto::decode_feedback(msg.payload, body));
+        CHECK(body.port_id == 1);
+        CHECK(body.queue_capacity == 64);
+        CHECK(body.queue_depth == 3);  // two fillers + the gradient
+        CHECK(body.queue_bytes == 2 * 1400 + g.size());
+        CHECK(body.drops == 0);
+        CHECK(body.sojourn_us == (2 * 1424 + g.size() + 24) * 8);  // backlog wire time at 1 Mbit/s
+
+        // Same sender within the interval: suppressed. Another sender: its own FEEDBACK.
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 0, 32));
+        run_round(s, now);
+        CHECK(rig.take(0).empty());
+        rig.inject(0, gradient_frame(2, learner, host_ip(0x50), 7, 0, 32));
+        run_round(s, now);
+        fb = rig.take(0);
+        REQUIRE(fb.size() == 1);
+        CHECK(be32(rte_pktmbuf_mtod(fb[0], const std::uint8_t*) + frame::kEthHeaderSize + 16) == host_ip(2));
+        Rig::free_all(fb);
+        // After the interval, worker 1 hears again.
+        now += kHz / 500;  // 2 ms; the shaper sends a little meanwhile, the queue stays congested
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 1, 32));
+        run_round(s, now);
+        fb = rig.take(0);
+        CHECK(fb.size() == 1);
+        Rig::free_all(fb);
+
+        const auto st = snap(s, now);
+        CHECK(st.egress.feedback_sent == 3);
+        CHECK(st.egress.feedback_suppressed == 1);
+        CHECK(st.egress.feedback_failed == 0);
+        Rig::free_all(rig.take(1));
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
