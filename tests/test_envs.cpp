@@ -1,6 +1,11 @@
 // Tests for worker/envs: trajectories pinned against tests/envs/gym_reference.py (a NumPy
 // re-derivation of Gymnasium's classic-control step functions), thresholds, time limits, reset
 // distributions and seeding.
+//
+// The block between BEGIN/END GENERATED is the output of
+//   /usr/bin/python3 tests/envs/gym_reference.py cpp
+// (any python3 with NumPy 1.x); regenerate it rather than editing it. The same script's `compare`
+// mode diffs shesha-env against the oracle on random states and actions.
 #include <bit>
 #include <cmath>
 #include <cstdint>
