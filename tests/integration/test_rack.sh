@@ -45,6 +45,8 @@ def j(path, key):
     return node
 def port(path, name):
     return next(p for p in j(path, "ports") if p["name"] == name)
+def queue(path, name):
+    return port(path, name)["queue"]
 expr = sys.argv[1]
 try:
     ok = eval(expr)
@@ -107,19 +109,33 @@ start_switch calm 0 256 0 on
 rack_exec h4 "$SINK" --until-idle 2 --duration 20 --json "$WORK/calm.sink.json" > "$WORK/calm.sink.log" 2>&1 &
 SINK_PID=$!
 sleep 0.3
-gen_on h1 calm --clusters 2 --workers 3 --chunks 4 --rate 20 --duration 4
+gen_on h1 calm --clusters 2 --workers 3 --chunks 4 --rate 20 --duration 4 &
+GEN_PID=$!
+sleep 1
+h4mac=$(rack_mac h4)
+for kind in garbage truncated nonip badip; do
+    rack_exec h2 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
+        --dst-ip "$LEARNER_IP" --src-ip 10.77.0.2 >> "$WORK/calm.raw.log" 2>&1 || fail "rawframes $kind"
+done
+wait $GEN_PID || fail "gen exited non-zero"
 wait $SINK_PID; sink_rc=$?
 stop_switch
 [ $sink_rc -eq 0 ] || fail "sink exit code $sink_rc (3 = wrong sums)"
 sent=$(sum_sent calm)
+C=$WORK/calm.switch.json
 check "uncongested: sink got every contribution ($sent)" "j('$WORK/calm.sink.json', 'totals.contributions') == $sent"
+check "uncongested: the sink saw the 50 garbage and 50 truncated datagrams" "j('$WORK/calm.sink.json', 'malformed.total') == 100"
 check "uncongested: every sum exact" "j('$WORK/calm.sink.json', 'verify.bad') == 0 and j('$WORK/calm.sink.json', 'verify.exact') == $sent"
-check "uncongested: the switch merged nothing" "port('$WORK/calm.switch.json', 'h4')['merged'] == 0"
-check "uncongested: no tail drops" "port('$WORK/calm.switch.json', 'h4')['dropped'] == 0"
+check "uncongested: the switch merged nothing" "queue('$WORK/calm.switch.json', 'h4')['merged'] == 0"
+check "malformed: 50 garbage datagrams counted as bad magic" "j('$C', 'malformed.bad_magic') == 50"
+check "malformed: 50 truncated headers counted as short" "j('$C', 'malformed.short_packet') == 50"
+check "malformed: 50 bad IPv4 frames counted" "j('$C', 'malformed.bad_frames') == 50"
+check "non-IP frames forwarded (flooded or switched, not dropped)" "j('$C', 'frames.non_ip') >= 50"
+check "uncongested: no tail drops" "queue('$WORK/calm.switch.json', 'h4')['dropped'] == 0"
 
 # ---------------------------------------------------------------------------------------------
 # Congested: three worker hosts offer about 40 Mbit/s of 1 KB gradients to a 20 Mbit/s port.
-# Run once with aggregation on (plus the rogue host and malformed traffic), once off.
+# Run once with aggregation on (plus the rogue host), once off.
 congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
     local name=$1 agg=$2 rogue=$3
     start_switch "$name" 20M 128 32 "$agg"
@@ -136,45 +152,34 @@ congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
         # h9 is not on the allow-list: its poisoned cluster-1 gradients must never be merged.
         gen_on h9 "$name-h9" --clusters 1 --workers 1 --worker-base 900 --chunks 4 --rate 50 --duration 6 --poison &
         pids+=($!)
-        sleep 1
-        local h1mac h4mac
-        h4mac=$(rack_mac h4)
-        for kind in garbage truncated nonip badip; do
-            rack_exec h1 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
-                --dst-ip "$LEARNER_IP" --src-ip 10.77.0.1 >> "$WORK/$name.raw.log" 2>&1 || fail "rawframes $kind"
-        done
     fi
     local p; for p in "${pids[@]}"; do wait "$p" || fail "gen $p exited non-zero"; done
     wait $sink_pid
     stop_switch
 }
 
-echo "== 3. congested, aggregation on, with a rogue sender and malformed frames"
+echo "== 3. congested, aggregation on, with a rogue sender"
 congested_run agg on yes
 S=$WORK/agg.switch.json K=$WORK/agg.sink.json
 sent=$(sum_sent agg-h1 agg-h2 agg-h3)
 rogue_sent=$(jv "$WORK/agg-h9.gen.json" totals.contributions_sent)
-check "congested: the bottleneck merged gradients" "port('$S', 'h4')['merged'] > 0"
+check "congested: the bottleneck merged gradients" "queue('$S', 'h4')['merged'] > 0"
 check "congested: merged chunks reached the sink" "j('$K', 'totals.merged_chunks') > 0 and j('$K', 'totals.merge_ratio') > 1.0"
 check "congested: every merged sum is exact" "j('$K', 'verify.bad_merged') == 0"
 check "congested: only the rogue's own chunks fail verification" "0 < j('$K', 'verify.bad') <= $rogue_sent"
 check "congested: contributions delivered + tail-dropped = sent" \
-    "j('$K', 'totals.contributions') + port('$S', 'h4')['dropped'] == $sent + j('$K', 'verify.bad')"
+    "j('$K', 'totals.contributions') + queue('$S', 'h4')['dropped'] == $sent + j('$K', 'verify.bad')"
 check "rogue: every rogue gradient counted as non-member ($rogue_sent)" "j('$S', 'gradients.non_member') == $rogue_sent"
-check "malformed: 50 garbage datagrams counted as bad magic" "j('$S', 'malformed.bad_magic') == 50"
-check "malformed: 50 truncated headers counted as short" "j('$S', 'malformed.short_packet') == 50"
-check "malformed: 50 bad IPv4 frames counted" "j('$S', 'malformed.bad_frames') == 50"
-check "non-IP frames forwarded (flooded or switched, not dropped)" "j('$S', 'frames.non_ip') >= 50"
-check "congestion marks set" "port('$S', 'h4')['marked'] > 0"
+check "congestion marks set" "queue('$S', 'h4')['marked'] > 0"
 check "feedback sent to senders" "j('$S', 'feedback.sent') > 0"
 
 echo "== 4. the same load with aggregation off: more queueing and more drops"
 congested_run fifo off no
 F=$WORK/fifo.switch.json
-check "fifo: nothing merged" "port('$F', 'h4')['merged'] == 0"
-check "fifo: more tail drops than with aggregation" "port('$F', 'h4')['dropped'] > port('$S', 'h4')['dropped']"
+check "fifo: nothing merged" "queue('$F', 'h4')['merged'] == 0"
+check "fifo: more tail drops than with aggregation" "queue('$F', 'h4')['dropped'] > queue('$S', 'h4')['dropped']"
 check "fifo: deeper mean queue than with aggregation" \
-    "port('$F', 'h4')['depth_sum'] / port('$F', 'h4')['depth_samples'] > port('$S', 'h4')['depth_sum'] / port('$S', 'h4')['depth_samples']"
+    "queue('$F', 'h4')['depth_sum'] / queue('$F', 'h4')['depth_samples'] > queue('$S', 'h4')['depth_sum'] / queue('$S', 'h4')['depth_samples']"
 check "fifo: every sum exact" "j('$WORK/fifo.sink.json', 'verify.bad') == 0"
 
 echo "== 5. the switch keeps forwarding after all that"
