@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,13 @@ void ensure_eal() {
         std::fprintf(stderr, "SKIP (needs privileges): %s\n", error.c_str());
         std::exit(77);
     }
+    // Leave no /var/run/dpdk/<prefix> behind.
+    std::atexit([] {
+        const std::string dir = rte_eal_get_runtime_dir();
+        rte_eal_cleanup();
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    });
     spdlog::set_level(spdlog::level::warn);
     g_pool = rte_pktmbuf_pool_create("test_pool", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
     REQUIRE(g_pool != nullptr);
