@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 
@@ -33,35 +34,36 @@ Buffer make_buffer(std::size_t n) {
     return Buffer(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t{64})));
 }
 
-// Median ns per call over `reps` repetitions; each repetition runs enough calls to last about
-// rep_seconds, so timer overhead and clock granularity do not matter.
+// Runs `calls` calls of one implementation; returns seconds taken.
+using Runner = std::function<double(std::size_t calls)>;
+
 template <class Body>
-double median_ns_per_call(Body&& body, int reps, double rep_seconds) {
-    std::size_t iters = 256;
-    for (;;) {  // calibrate (also warms caches and the branch predictor)
+Runner make_runner(Body body) {
+    return [body](std::size_t calls) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (std::size_t i = 0; i < iters; ++i) body();
-        const double s = seconds_since(t0);
-        if (s >= rep_seconds / 4 || iters >= (std::size_t{1} << 30)) {
-            iters = static_cast<std::size_t>(static_cast<double>(iters) * rep_seconds / std::max(s, 1e-9)) + 1;
-            break;
+        for (std::size_t i = 0; i < calls; ++i) body();
+        return seconds_since(t0);
+    };
+}
+
+// Calls per repetition so that one repetition lasts about rep_seconds (timer overhead and clock
+// granularity then do not matter); also warms caches and the branch predictor.
+std::size_t calibrate(const Runner& run, double rep_seconds) {
+    std::size_t calls = 256;
+    for (;;) {
+        const double s = run(calls);
+        if (s >= rep_seconds / 4 || calls >= (std::size_t{1} << 30)) {
+            return static_cast<std::size_t>(static_cast<double>(calls) * rep_seconds / std::max(s, 1e-9)) + 1;
         }
-        iters *= 4;
+        calls *= 4;
     }
-    std::vector<double> ns;
-    for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (std::size_t i = 0; i < iters; ++i) body();
-        ns.push_back(seconds_since(t0) * 1e9 / static_cast<double>(iters));
-    }
-    return median(ns);
 }
 
 }  // namespace
 
 Table run_merge_bench(const RunOptions& opt) {
-    const int reps = opt.quick ? 3 : 15;
-    const double rep_seconds = opt.quick ? 0.005 : 0.05;
+    const int reps = opt.quick ? 3 : 21;
+    const double rep_seconds = opt.quick ? 0.002 : 0.02;
     const std::size_t sizes[] = {256, 1024, 2048, 4096};
 
     struct Impl {
@@ -82,32 +84,47 @@ Table run_merge_bench(const RunOptions& opt) {
     double checksum = 0;
     for (const std::size_t bytes : sizes) {
         const std::size_t n = bytes / sizeof(float);
-        Buffer src = make_buffer(n), dst = make_buffer(n), copy_dst = make_buffer(n);
-        std::vector<double> gbps(impls.size()), ns_call(impls.size());
-        for (std::size_t k = 0; k < impls.size(); ++k) {
-            // Small normal values: dst grows slowly and never reaches denormals or infinity.
-            for (std::size_t i = 0; i < n; ++i) {
-                src[i] = 1e-3f * static_cast<float>(i % 7 + 1);
-                dst[i] = 1.0f + static_cast<float>(i % 5);
-            }
-            float* d = impls[k].fn ? dst.get() : copy_dst.get();
+        const std::size_t m = impls.size();
+        // Small normal values: dst grows slowly and never reaches denormals or infinity.
+        Buffer src = make_buffer(n);
+        for (std::size_t i = 0; i < n; ++i) src[i] = 1e-3f * static_cast<float>(i % 7 + 1);
+        std::vector<Buffer> dsts;  // one per implementation; all of them together stay in L1/L2
+        std::vector<Runner> runners;
+        for (std::size_t k = 0; k < m; ++k) {
+            dsts.push_back(make_buffer(n));
+            float* d = dsts.back().get();
+            for (std::size_t i = 0; i < n; ++i) d[i] = 1.0f + static_cast<float>(i % 5);
             const float* s = src.get();
-            if (impls[k].fn) {
-                const AddFn fn = impls[k].fn;
-                ns_call[k] = median_ns_per_call([&] { fn(d, s, n); clobber_memory(d); }, reps, rep_seconds);
+            if (const AddFn fn = impls[k].fn) {
+                runners.push_back(make_runner([=] { fn(d, s, n); clobber_memory(d); }));
             } else {
                 auto* const copy = g_memcpy;
-                ns_call[k] = median_ns_per_call([&] { copy(d, s, bytes); clobber_memory(d); }, reps, rep_seconds);
+                runners.push_back(make_runner([=] { copy(d, s, bytes); clobber_memory(d); }));
             }
-            gbps[k] = static_cast<double>(bytes) / ns_call[k];  // bytes per ns == GB/s
-            for (std::size_t i = 0; i < n; ++i) checksum += d[i];
         }
-        for (std::size_t k = 0; k < impls.size(); ++k) {
-            t.add_row({std::to_string(bytes), impls[k].name, ns_call[k], gbps[k], gbps[k] / gbps[0],
-                       gbps[k] / gbps[1]});
+        std::vector<std::size_t> calls(m);
+        for (std::size_t k = 0; k < m; ++k) calls[k] = calibrate(runners[k], rep_seconds);
+        // Repetitions interleave the implementations, so a burst of load from another process hits
+        // them alike; ratios are taken per repetition (paired) and then the median.
+        std::vector<std::vector<double>> ns(m);
+        for (int r = 0; r < reps; ++r) {
+            for (std::size_t k = 0; k < m; ++k) {
+                ns[k].push_back(runners[k](calls[k]) * 1e9 / static_cast<double>(calls[k]));
+            }
+        }
+        for (std::size_t k = 0; k < m; ++k) {
+            std::vector<double> vs_memcpy, vs_scalar;
+            for (int r = 0; r < reps; ++r) {
+                vs_memcpy.push_back(ns[0][r] / ns[k][r]);  // GB/s ratio = inverse time ratio
+                vs_scalar.push_back(ns[1][r] / ns[k][r]);
+            }
+            const double ns_call = median(ns[k]);
+            t.add_row({std::to_string(bytes), impls[k].name, ns_call, static_cast<double>(bytes) / ns_call,
+                       median(vs_memcpy), median(vs_scalar)});
+            for (std::size_t i = 0; i < n; ++i) checksum += dsts[k][i];
         }
     }
-    t.add_note(fmt::format("median of {} repetitions of ~{} ms; best SIMD level on this CPU: {}", reps,
+    t.add_note(fmt::format("median of {} interleaved repetitions of ~{} ms (ratios paired per repetition); best SIMD level on this CPU: {}", reps,
                            rep_seconds * 1e3, core::to_string(best)));
     t.add_note("GB/s = payload bytes merged (or copied) per second; target: best kernel >= 0.6x memcpy at 1-4 KB");
     t.add_note(fmt::format("output checksum {:.6g} (keeps every result observable)", checksum));

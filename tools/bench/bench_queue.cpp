@@ -86,43 +86,44 @@ inline void reset_contributions(const core::Arrival& a) noexcept {
     proto::inplace::set_contrib_count(a.frame + a.shesha_offset, 1);
 }
 
+// Rounds per repetition so that one repetition lasts about rep_seconds.
+template <class Round>
+std::uint64_t calibrate(Round& round, double rep_seconds) {
+    std::uint64_t rounds = 64;
+    for (;;) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::uint64_t r = 0; r < rounds; ++r) round();
+        const double s = seconds_since(t0);
+        if (s >= rep_seconds / 4) return static_cast<std::uint64_t>(static_cast<double>(rounds) * rep_seconds / s) + 1;
+        rounds *= 4;
+    }
+}
+
+template <class Round>
+double time_mpps(Round& round, std::uint64_t rounds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint64_t r = 0; r < rounds; ++r) round();
+    return static_cast<double>(rounds * kBurst) / seconds_since(t0) / 1e6;
+}
+
 struct Measured {
-    double mpps = 0;
+    double queue_mpps = 0, ring_mpps = 0, ratio = 0;
     double merge_fraction = 0;
     std::uint64_t checksum = 0;
 };
 
-template <class Round>
-double median_mpps(Round&& round, int reps, double rep_seconds) {
-    std::uint64_t rounds = 64;
-    for (;;) {  // calibrate
-        const auto t0 = std::chrono::steady_clock::now();
-        for (std::uint64_t r = 0; r < rounds; ++r) round();
-        const double s = seconds_since(t0);
-        if (s >= rep_seconds / 4) {
-            rounds = static_cast<std::uint64_t>(static_cast<double>(rounds) * rep_seconds / s) + 1;
-            break;
-        }
-        rounds *= 4;
-    }
-    std::vector<double> mpps;
-    for (int i = 0; i < reps; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (std::uint64_t r = 0; r < rounds; ++r) round();
-        mpps.push_back(static_cast<double>(rounds * kBurst) / seconds_since(t0) / 1e6);
-    }
-    return median(mpps);
-}
-
-Measured measure_queue(bool aggregation, std::uint32_t keys, int reps, double rep_seconds, std::uint32_t capacity = 1024) {
-    Workload w = make_workload(keys);
+// The queue and the reference ring run the same arrivals; their repetitions alternate so load from
+// other processes hits both alike, and the ratio is the median of per-repetition ratios.
+Measured measure_case(bool aggregation, std::uint32_t keys, std::uint32_t capacity, int reps, double rep_seconds) {
+    Workload wq = make_workload(keys), wr = make_workload(keys);
     core::QueueConfig cfg;
     cfg.capacity_packets = capacity;
     cfg.aggregation = aggregation;
     core::AggregatingQueue q(cfg);
+    PlainRing ring;
     std::uint64_t now = 0, checksum = 0;
-    auto round = [&] {
-        for (const core::Arrival& a : w.arrivals) {
+    auto queue_round = [&] {
+        for (const core::Arrival& a : wq.arrivals) {
             reset_contributions(a);
             const core::EnqueueResult r = q.enqueue(a, ++now);
             checksum += static_cast<std::uint64_t>(r.status);
@@ -130,38 +131,38 @@ Measured measure_queue(bool aggregation, std::uint32_t keys, int reps, double re
         core::Departure d;
         while (q.dequeue(++now, d)) checksum += d.frame_len;
     };
-    Measured m;
-    m.mpps = median_mpps(round, reps, rep_seconds);
-    const core::QueueStats& s = q.stats();
-    m.merge_fraction = static_cast<double>(s.merged) / static_cast<double>(s.merged + s.enqueued);
-    m.checksum = checksum;
-    if (s.dropped != 0 || s.merge_refused != 0) m.mpps = std::nan("");  // the workload is broken
-    return m;
-}
-
-Measured measure_reference(std::uint32_t keys, int reps, double rep_seconds) {
-    Workload w = make_workload(keys);
-    PlainRing ring;
-    std::uint64_t checksum = 0;
-    auto round = [&] {
-        for (const core::Arrival& a : w.arrivals) {
+    auto ring_round = [&] {
+        for (const core::Arrival& a : wr.arrivals) {
             reset_contributions(a);
             checksum += ring.enqueue(a.handle);
         }
         void* p;
         while (ring.dequeue(p)) checksum += reinterpret_cast<std::uintptr_t>(p) & 0xFF;
     };
+    const std::uint64_t queue_rounds = calibrate(queue_round, rep_seconds);
+    const std::uint64_t ring_rounds = calibrate(ring_round, rep_seconds);
+    std::vector<double> qm, rm, ratio;
+    for (int i = 0; i < reps; ++i) {
+        qm.push_back(time_mpps(queue_round, queue_rounds));
+        rm.push_back(time_mpps(ring_round, ring_rounds));
+        ratio.push_back(qm.back() / rm.back());
+    }
     Measured m;
-    m.mpps = median_mpps(round, reps, rep_seconds);
+    m.queue_mpps = median(qm);
+    m.ring_mpps = median(rm);
+    m.ratio = median(ratio);
+    const core::QueueStats& s = q.stats();
+    m.merge_fraction = static_cast<double>(s.merged) / static_cast<double>(s.merged + s.enqueued);
     m.checksum = checksum;
+    if (s.dropped != 0 || s.merge_refused != 0) m.queue_mpps = std::nan("");  // the workload is broken
     return m;
 }
 
 }  // namespace
 
 Table run_queue_bench(const RunOptions& opt) {
-    const int reps = opt.quick ? 3 : 9;
-    const double rep_seconds = opt.quick ? 0.005 : 0.1;
+    const int reps = opt.quick ? 3 : 15;
+    const double rep_seconds = opt.quick ? 0.003 : 0.03;
     Table t("queue: AggregatingQueue vs plain pointer ring (1 KB gradients, bursts of 40)",
             {"workload", "merge frac", "queue Mpps", "ring Mpps", "queue/ring"});
     std::uint64_t checksum = 0;
@@ -184,12 +185,11 @@ Table run_queue_bench(const RunOptions& opt) {
     };
     for (const Case& c : cases) {
         const auto keys = static_cast<std::uint32_t>(std::lround(kBurst * (1.0 - c.fraction)));
-        const Measured mq = measure_queue(c.aggregation, keys, reps, rep_seconds, c.capacity);
-        const Measured mr = measure_reference(keys, reps, rep_seconds);
-        checksum += mq.checksum + mr.checksum;
-        t.add_row({c.name, mq.merge_fraction, mq.mpps, mr.mpps, mq.mpps / mr.mpps});
+        const Measured m = measure_case(c.aggregation, keys, c.capacity, reps, rep_seconds);
+        checksum += m.checksum;
+        t.add_row({c.name, m.merge_fraction, m.queue_mpps, m.ring_mpps, m.ratio});
     }
-    t.add_note(fmt::format("median of {} repetitions of ~{} ms; Mpps = arrivals per second (enqueue, then dequeue "
+    t.add_note(fmt::format("median of {} interleaved repetitions of ~{} ms (ratio paired per repetition); Mpps = arrivals per second (enqueue, then dequeue "
                            "or merge); merge frac measured from queue stats",
                            reps, rep_seconds * 1e3));
     t.add_note(fmt::format("checksum {}", checksum));
