@@ -36,6 +36,10 @@ struct alignas(64) RxLcoreCounters {
     std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};  // by DecodeError (index 0 unused)
     std::uint64_t bad_frames = 0;       // IPv4/UDP headers inconsistent (frame::FrameKind::Malformed)
     std::uint64_t shesha_valid = 0;     // Shesha messages that decoded cleanly
+    std::uint64_t non_ip = 0;           // frames by class (frame::FrameKind)
+    std::uint64_t ip_other = 0;
+    std::uint64_t gradient_f32 = 0;     // valid fp32 GRADIENTs (merge candidates)
+    std::uint64_t multi_segment = 0;
     std::uint64_t handoff_drops = 0;    // ring to the egress lcore was full
     std::uint64_t rounds = 0;
     std::uint64_t idle_rounds = 0;

@@ -55,6 +55,10 @@ struct SwitchSnapshot {
     std::uint64_t malformed_total = 0;     // sum of malformed[] plus bad_frames
     std::uint64_t bad_frames = 0;          // inconsistent IPv4/UDP headers
     std::uint64_t shesha_valid = 0;
+    std::uint64_t non_ip = 0;              // frames by class
+    std::uint64_t ip_other = 0;
+    std::uint64_t gradient_f32 = 0;
+    std::uint64_t multi_segment = 0;
     std::uint64_t handoff_drops = 0;
     EgressCounters egress;                 // non-member, feedback, clone failures, ...
 

@@ -120,6 +120,15 @@ Fields gradient_fields(const SwitchSnapshot& s) {
             {"unknown_cluster", s.egress.unknown_cluster}};
 }
 
+Fields frame_fields(const SwitchSnapshot& s) {
+    return {{"non_ip", s.non_ip},
+            {"ip_other", s.ip_other},
+            {"shesha", s.shesha_valid},
+            {"gradient_f32", s.gradient_f32},
+            {"malformed", s.malformed_total},
+            {"multi_segment", s.multi_segment}};
+}
+
 Fields feedback_fields(const SwitchSnapshot& s) {
     return {{"sent", s.egress.feedback_sent}, {"suppressed", s.egress.feedback_suppressed}, {"failed", s.egress.feedback_failed}};
 }
@@ -233,6 +242,7 @@ std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg
                            fmt::format("{:.6f}", p.merge_ratio));
     }
     out += "\n  ],\n";
+    out += fmt::format("  \"frames\": {},\n", json_object(frame_fields(s)));
     out += fmt::format("  \"malformed\": {},\n", json_object(malformed_fields(s)));
     out += fmt::format("  \"gradients\": {},\n", json_object(gradient_fields(s)));
     out += fmt::format("  \"feedback\": {},\n", json_object(feedback_fields(s)));
@@ -309,7 +319,8 @@ int tel_malformed(const char*, const char*, rte_tel_data* d) {
     if (g_tel_switch == nullptr) return 0;
     const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
     add_fields(d, malformed_fields(s));
-    add_fields(d, gradient_fields(s));
+    add_fields(d, gradient_fields(s), "gradients/");
+    add_fields(d, frame_fields(s), "frames/");
     return 0;
 }
 

@@ -188,6 +188,7 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
         // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
         meta.cls = PacketClass::MultiSegment;
         bump(rx.multi_segment);
+        bump(ctx.counters.multi_segment);
         return;
     }
 
@@ -196,9 +197,11 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
     switch (info.kind) {
     case frame::FrameKind::NonIp:
         meta.cls = PacketClass::Plain;
+        bump(ctx.counters.non_ip);
         return;
     case frame::FrameKind::IpOther:
         meta.cls = PacketClass::Plain;
+        bump(ctx.counters.ip_other);
         meta.l3_offset = info.l3_offset;
         return;
     case frame::FrameKind::Malformed:
@@ -227,9 +230,12 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
     meta.chunk_index = msg.hdr.chunk_index;
     meta.elem_count = msg.hdr.elem_count;
     meta.model_version = msg.hdr.model_version;
-    meta.cls = (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32)
-                   ? PacketClass::Gradient
-                   : PacketClass::Plain;
+    if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
+        meta.cls = PacketClass::Gradient;
+        bump(ctx.counters.gradient_f32);
+    } else {
+        meta.cls = PacketClass::Plain;
+    }
 }
 
 // ---- forwarding stage (egress owner) ----------------------------------------------------------
@@ -647,6 +653,10 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
         for (std::size_t i = 0; i < c.malformed.size(); ++i) s.malformed[i] += c.malformed[i];
         s.bad_frames += c.bad_frames;
         s.shesha_valid += c.shesha_valid;
+        s.non_ip += c.non_ip;
+        s.ip_other += c.ip_other;
+        s.gradient_f32 += c.gradient_f32;
+        s.multi_segment += c.multi_segment;
         s.handoff_drops += c.handoff_drops;
     }
     s.malformed_total = s.bad_frames;

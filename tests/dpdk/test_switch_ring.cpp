@@ -322,6 +322,9 @@ TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
         CHECK(st.fdb.moved == 1);
         CHECK(st.fdb_size == 2);
         CHECK(st.malformed_total == 0);
+        CHECK(st.non_ip == 3);
+        CHECK(st.ip_other == 2);
+        CHECK(st.shesha_valid == 0);
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
 }
@@ -365,6 +368,9 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
         CHECK(st.ports[1].queue.mergeable_arrivals == k);
         CHECK(st.ports[1].queue.merged == k - 1);
         CHECK(st.ports[1].queue.bytes_saved == (k - 1) * grad_len);
+        CHECK(st.gradient_f32 == k);
+        CHECK(st.shesha_valid == k);
+        CHECK(st.ip_other == 8);
 
         // Let time pass: everything leaves.
         std::vector<rte_mbuf*> out;
