@@ -365,22 +365,51 @@ std::vector<std::vector<std::uint8_t>> small_frames(std::uint8_t from, std::uint
     return frames;
 }
 
-// One workload run by both programs, one after the other.
+// One workload run by both programs, alternately, `rounds` times. Rates are medians over rounds;
+// ratios are medians of the per-round (paired) ratios, so a burst of load from another process
+// during one window moves them less.
 struct PairResult {
     Rates testpmd, shesha;
-    SwitchTotals totals;
+    double fwd_ratio = std::nan(""), rx_ratio = std::nan("");
+    SwitchTotals totals;  // shesha-switch's counters from the last round
 };
 
 PairResult run_pair(const ForwardOptions& fwd, const fs::path& dir, const std::string& tag, const std::string& name,
-                    const std::vector<std::string>& vdevs, bool gradients, double secs) {
+                    const std::vector<std::string>& vdevs, bool gradients, double secs, int rounds) {
     PairResult r;
-    r.testpmd = measure_process(testpmd_argv(fwd, tag + "-tp-" + name, vdevs), tag + "-tp-" + name, 2, secs,
-                                dir / ("testpmd-" + name + ".log"));
     const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
     write_text(yaml, switch_config({vdevs, gradients}, tag + "-sw-" + name, stats));
-    r.shesha = measure_process({fwd.switch_binary, "-c", yaml.string()}, tag + "-sw-" + name, 2, secs,
-                               dir / ("switch-" + name + ".log"));
-    if (r.shesha.ok) r.totals = read_switch_stats(stats);
+    std::vector<double> tp_rx, tp_tx, sw_rx, sw_tx, fwd_ratio, rx_ratio;
+    for (int round = 0; round < rounds; ++round) {
+        const Rates tp = measure_process(testpmd_argv(fwd, tag + "-tp-" + name, vdevs), tag + "-tp-" + name, 2, secs,
+                                         dir / ("testpmd-" + name + ".log"));
+        const Rates sw = measure_process({fwd.switch_binary, "-c", yaml.string()}, tag + "-sw-" + name, 2, secs,
+                                         dir / ("switch-" + name + ".log"));
+        r.testpmd.error = tp.error;
+        r.shesha.error = sw.error;
+        if (tp.ok) {
+            tp_rx.push_back(tp.rx_mpps);
+            tp_tx.push_back(tp.tx_mpps);
+        }
+        if (sw.ok) {
+            sw_rx.push_back(sw.rx_mpps);
+            sw_tx.push_back(sw.tx_mpps);
+            r.totals = read_switch_stats(stats);
+        }
+        if (tp.ok && sw.ok) {
+            fwd_ratio.push_back(sw.tx_mpps / tp.tx_mpps);
+            rx_ratio.push_back(sw.rx_mpps / tp.rx_mpps);
+        }
+        if (!tp.ok || !sw.ok || !tp.error.empty() || !sw.error.empty()) break;  // logs keep the first failure
+    }
+    r.testpmd.ok = !tp_rx.empty();
+    r.testpmd.rx_mpps = median(tp_rx);
+    r.testpmd.tx_mpps = median(tp_tx);
+    r.shesha.ok = !sw_rx.empty();
+    r.shesha.rx_mpps = median(sw_rx);
+    r.shesha.tx_mpps = median(sw_tx);
+    r.fwd_ratio = median(fwd_ratio);
+    r.rx_ratio = median(rx_ratio);
     return r;
 }
 
@@ -417,7 +446,8 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     };
 
     // (a) 64 B non-Shesha frames between two net_null ports.
-    const PairResult a = run_pair(fwd, dir, tag, "null", {"net_null0", "net_null1"}, false, secs);
+    const int rounds = opt.forward_rounds;
+    const PairResult a = run_pair(fwd, dir, tag, "null", {"net_null0", "net_null1"}, false, secs, rounds);
     if (!a.testpmd.ok) {
         // testpmd is plain DPDK: if it cannot run, DPDK cannot run here at all.
         result.skipped = true;
@@ -433,7 +463,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     const PairResult a2 = run_pair(fwd, dir, tag, "pcap64",
                                    {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", small0.string()),
                                     fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", small1.string())},
-                                   false, secs);
+                                   false, secs, rounds);
 
     Table ta("forward (a): 64 B non-Shesha frames, 2 ports, 1 forwarding lcore",
              {"ports", "program", "rx Mpps", "fwd Mpps", "fwd x testpmd"});
@@ -441,8 +471,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         const std::string ports = pr == &a ? "net_null" : "net_pcap replay";
         if (pr->testpmd.ok) ta.add_row({ports, "dpdk-testpmd io", pr->testpmd.rx_mpps, pr->testpmd.tx_mpps, 1.0});
         if (pr->shesha.ok) {
-            ta.add_row({ports, "shesha-switch", pr->shesha.rx_mpps, pr->shesha.tx_mpps,
-                        pr->testpmd.ok ? pr->shesha.tx_mpps / pr->testpmd.tx_mpps : std::nan("")});
+            ta.add_row({ports, "shesha-switch", pr->shesha.rx_mpps, pr->shesha.tx_mpps, pr->fwd_ratio});
         }
         note_failure(ta, ("dpdk-testpmd on " + ports).c_str(), pr->testpmd);
         note_failure(ta, ("shesha-switch on " + ports).c_str(), pr->shesha);
@@ -452,9 +481,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
                                     ports, pct(pr->totals.filtered, pr->totals.rx), pct(pr->totals.flooded, pr->totals.rx)));
         }
     }
-    ta.add_note(fmt::format("{:.1f} s windows read via /ethdev/stats telemetry after a warm-up; fwd = packets sent on "
-                            "both ports; target: shesha >= 0.7x testpmd",
-                            secs));
+    ta.add_note(fmt::format("{} round(s) of {:.1f} s windows, testpmd and shesha alternating, read via /ethdev/stats "
+                            "telemetry after a warm-up; medians; ratio = median of per-round ratios; fwd = packets "
+                            "sent on both ports; target: shesha >= 0.7x testpmd",
+                            rounds, secs));
     ta.print();
     tables.push_back(std::move(ta));
 
@@ -468,7 +498,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     const PairResult b = run_pair(fwd, dir, tag, "gradients",
                                   {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", pcap0.string()),
                                    fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", pcap1.string())},
-                                  true, secs);
+                                  true, secs, rounds);
     Table tb(fmt::format("forward (b): {} B GRADIENT frames (1 KB fp32), 2 net_pcap replay ports, pairs mergeable",
                          frames0.front().size()),
              {"program", "rx Mpps", "rx Gbps", "tx Mpps", "merged frac", "rx x testpmd"});
@@ -481,7 +511,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
                                 ? static_cast<double>(b.totals.merged) / static_cast<double>(b.totals.mergeable)
                                 : 1.0 - b.shesha.tx_mpps / b.shesha.rx_mpps;
         tb.add_row({"shesha-switch", b.shesha.rx_mpps, gbps(b.shesha.rx_mpps), b.shesha.tx_mpps, frac,
-                    b.testpmd.ok ? b.shesha.rx_mpps / b.testpmd.rx_mpps : std::nan("")});
+                    b.rx_ratio});
         if (b.totals.ok && b.totals.queue_drops) {
             tb.add_note(fmt::format("shesha-switch queue drops: {}", b.totals.queue_drops));
         }

@@ -14,7 +14,8 @@ namespace shesha::bench {
 // Common knobs every subcommand honours.
 struct RunOptions {
     bool quick = false;      // smoke run: few repetitions, short durations
-    double seconds = 3.0;    // per forwarding measurement (forward only)
+    double seconds = 2.0;    // window per forwarding measurement (forward only)
+    int forward_rounds = 3;  // alternating testpmd/shesha rounds per forwarding workload
 };
 
 using Cell = std::variant<std::string, double>;

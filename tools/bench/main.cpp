@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
     app.add_flag("--quick", opt.quick, "smoke run: few repetitions, ~1 s forwarding windows");
     app.add_option("--json", json_path, "also write the result tables to this JSON file");
     app.add_option("--seconds", opt.seconds, "measurement window per forwarding run")->check(CLI::Range(0.2, 60.0));
+    app.add_option("--rounds", opt.forward_rounds, "alternating testpmd/shesha-switch rounds per forwarding workload")
+        ->check(CLI::Range(1, 20));
     app.add_option("--switch", fwd.switch_binary, "shesha-switch binary")->capture_default_str();
     app.add_option("--testpmd", fwd.testpmd_binary, "dpdk-testpmd binary")->capture_default_str();
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
 
     const bool all = all_cmd->parsed();
     if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 1.0;
+    if (opt.quick && !app.get_option("--rounds")->count()) opt.forward_rounds = 1;
 
     fmt::print("shesha-bench on {} ({} CPUs), best SIMD {}{}\n", cpu_model(), online_cpus(),
                shesha::core::to_string(shesha::core::detect_simd()), opt.quick ? ", QUICK run" : "");
