@@ -1,0 +1,123 @@
+// Optimizers on flat fp32 vectors. Plain C++ (no libtorch): they are a few element-wise loops, and
+// keeping them here lets gradient merging code and tests use them without torch headers.
+#include <cmath>
+
+#include "model.h"
+
+namespace shesha::rl {
+
+namespace {
+
+class SgdOptimizer final : public Optimizer {
+public:
+    SgdOptimizer(const OptimizerConfig& config, std::size_t count)
+        : config_(config), count_(count) {}
+
+    bool apply(std::span<float> parameters, std::span<const float> gradient,
+               float scale) override {
+        if (parameters.size() != count_ || gradient.size() != count_) {
+            return false;
+        }
+        const float step = config_.learning_rate * scale;
+        for (std::size_t i = 0; i < count_; ++i) {
+            parameters[i] -= step * gradient[i];
+        }
+        ++steps_;
+        return true;
+    }
+    std::size_t parameter_count() const override { return count_; }
+    std::uint64_t steps() const override { return steps_; }
+
+private:
+    OptimizerConfig config_;
+    std::size_t count_;
+    std::uint64_t steps_ = 0;
+};
+
+// RMSProp as in A3C (Mnih et al. 2016, "shared statistics"): one squared-gradient average for all
+// actors, g = alpha * g + (1 - alpha) * grad^2, theta -= lr * grad / sqrt(g + eps).
+class SharedRmsPropOptimizer final : public Optimizer {
+public:
+    SharedRmsPropOptimizer(const OptimizerConfig& config, std::size_t count)
+        : config_(config), square_average_(count, 0.0F) {}
+
+    bool apply(std::span<float> parameters, std::span<const float> gradient,
+               float scale) override {
+        const std::size_t count = square_average_.size();
+        if (parameters.size() != count || gradient.size() != count) {
+            return false;
+        }
+        const float alpha = config_.rmsprop_alpha;
+        for (std::size_t i = 0; i < count; ++i) {
+            const float g = gradient[i] * scale;
+            square_average_[i] = alpha * square_average_[i] + (1.0F - alpha) * g * g;
+            parameters[i] -= config_.learning_rate * g / std::sqrt(square_average_[i] + config_.epsilon);
+        }
+        ++steps_;
+        return true;
+    }
+    std::size_t parameter_count() const override { return square_average_.size(); }
+    std::uint64_t steps() const override { return steps_; }
+
+private:
+    OptimizerConfig config_;
+    std::vector<float> square_average_;
+    std::uint64_t steps_ = 0;
+};
+
+// Adam (Kingma and Ba) with bias correction, the form torch.optim.Adam computes.
+class AdamOptimizer final : public Optimizer {
+public:
+    AdamOptimizer(const OptimizerConfig& config, std::size_t count)
+        : config_(config), first_moment_(count, 0.0F), second_moment_(count, 0.0F) {}
+
+    bool apply(std::span<float> parameters, std::span<const float> gradient,
+               float scale) override {
+        const std::size_t count = first_moment_.size();
+        if (parameters.size() != count || gradient.size() != count) {
+            return false;
+        }
+        ++steps_;
+        const double t = static_cast<double>(steps_);
+        const auto correction1 = static_cast<float>(1.0 - std::pow(config_.adam_beta1, t));
+        const auto correction2 = static_cast<float>(1.0 - std::pow(config_.adam_beta2, t));
+        const float step_size = config_.learning_rate / correction1;
+        const float sqrt_correction2 = std::sqrt(correction2);
+        const float beta1 = config_.adam_beta1;
+        const float beta2 = config_.adam_beta2;
+        for (std::size_t i = 0; i < count; ++i) {
+            const float g = gradient[i] * scale;
+            first_moment_[i] = beta1 * first_moment_[i] + (1.0F - beta1) * g;
+            second_moment_[i] = beta2 * second_moment_[i] + (1.0F - beta2) * g * g;
+            const float denominator =
+                std::sqrt(second_moment_[i]) / sqrt_correction2 + config_.epsilon;
+            parameters[i] -= step_size * first_moment_[i] / denominator;
+        }
+        return true;
+    }
+    std::size_t parameter_count() const override { return first_moment_.size(); }
+    std::uint64_t steps() const override { return steps_; }
+
+private:
+    OptimizerConfig config_;
+    std::vector<float> first_moment_;
+    std::vector<float> second_moment_;
+    std::uint64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> Optimizer::create(const OptimizerConfig& config,
+                                             std::size_t parameter_count) {
+    switch (config.kind) {
+        case OptimizerKind::Sgd:
+            return std::make_unique<SgdOptimizer>(config, parameter_count);
+        case OptimizerKind::SharedRmsProp:
+            return std::make_unique<SharedRmsPropOptimizer>(config, parameter_count);
+        case OptimizerKind::Adam:
+            return std::make_unique<AdamOptimizer>(config, parameter_count);
+    }
+    return nullptr;
+}
+
+}  // namespace shesha::rl
