@@ -7,7 +7,8 @@
 // with a fixed window in between, so EAL start-up and shut-down never count.
 //
 //   (a) 64 B frames, two net_null ports (RX makes all-zero frames as fast as asked, TX frees them):
-//       shesha floods them (unknown all-zero MAC) to the other port, testpmd io-forwards port pairs.
+//       shesha floods them (it never learns the all-zero MAC) to the other port, testpmd io-forwards
+//       port pairs. Also 64 B UDP frames between two real unicast hosts from net_pcap replays.
 //   (b) 1 KB fp32 GRADIENTs from two net_pcap ports replaying crafted pcaps (infinite_rx; TX drops):
 //       consecutive frames come in pairs with the same (cluster, chunk, version) from two members,
 //       so half of the arrivals can merge into the packet waiting in the egress queue.
@@ -193,10 +194,20 @@ struct Rates {
     double rx_mpps = 0, tx_mpps = 0;
 };
 
+// EAL leaves its runtime directory (config and fbarray files, several MB) behind after exit.
+struct RuntimeDirCleanup {
+    fs::path dir;
+    ~RuntimeDirCleanup() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
 // Starts argv, waits until it forwards, measures rx/tx packet rates over `seconds`, stops it.
 Rates measure_process(const std::vector<std::string>& argv, const std::string& file_prefix, int ports,
                       double seconds, const fs::path& log) {
     Rates rates;
+    const RuntimeDirCleanup cleanup{telemetry_socket(file_prefix).parent_path()};  // runs after ~Child
     Child child(argv, log);
     Telemetry tel;
     const fs::path sock = telemetry_socket(file_prefix);
