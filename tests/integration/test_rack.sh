@@ -62,6 +62,11 @@ jv() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]))
 for p in sys.argv[2].split('.'): d=d[int(p)] if p.isdigit() else d[p]
 print(d)" "$1" "$2"; }
 
+# The switch polls on lcore 0; host processes run on the other core(s) so that the switch is not
+# preempted by them (a preempted switch lets packets pile up and merge even on an idle link).
+if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
+host_run() { local h=$1; shift; rack_exec "$h" taskset -c "$HOST_CPUS" "$@"; }
+
 HOSTS=(h1 h2 h3 h4 h9)          # h1..h3 workers, h4 learner, h9 a rogue outside the allow-list
 rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4 h9:10.77.0.9
 LEARNER_IP=10.77.0.4
@@ -87,7 +92,7 @@ stop_switch() {
 # gen_on HOST NAME ARGS...: a shesha-gen in HOST's namespace, JSON to $WORK/NAME.gen.json
 gen_on() {
     local host=$1 name=$2; shift 2
-    rack_exec "$host" "$GEN" --dst "$LEARNER_IP" --json "$WORK/$name.gen.json" "$@" > "$WORK/$name.gen.log" 2>&1
+    host_run "$host" "$GEN" --dst "$LEARNER_IP" --json "$WORK/$name.gen.json" "$@" > "$WORK/$name.gen.log" 2>&1
 }
 sum_sent() {  # total contributions sent by the named gen runs
     local total=0 f
@@ -106,26 +111,31 @@ check "switch learned the hosts' MACs" "j('$WORK/ping.switch.json', 'fdb.learned
 # ---------------------------------------------------------------------------------------------
 echo "== 2. uncongested: no merges, nothing lost, every sum exact"
 start_switch calm 0 256 0 on
-rack_exec h4 "$SINK" --until-idle 2 --duration 20 --json "$WORK/calm.sink.json" > "$WORK/calm.sink.log" 2>&1 &
+host_run h4 "$SINK" --until-idle 2 --duration 20 --json "$WORK/calm.sink.json" > "$WORK/calm.sink.log" 2>&1 &
 SINK_PID=$!
 sleep 0.3
-gen_on h1 calm --clusters 2 --workers 3 --chunks 4 --rate 20 --duration 4 &
-GEN_PID=$!
+# Uncongested: one worker per cluster, an update every 200 ms, model version every 1 s. Updates
+# of the same (cluster, chunk, version) exist (five per version) but never wait together in an
+# idle queue, so any merge would mean the switch held or re-opened a packet it should have sent.
+for h in h1 h2 h3; do rack_exec "$h" ping -c 1 -W 1 "$LEARNER_IP" > /dev/null 2>&1; done  # ARP + FDB warm
+calm_pids=()
+gen_on h1 calm-h1 --clusters 2 --workers 1 --chunks 4 --rate 5 --version-period-ms 1000 --duration 4 &
+calm_pids+=($!)
 sleep 1
 h4mac=$(rack_mac h4)
 for kind in garbage truncated nonip badip; do
-    rack_exec h2 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
+    host_run h2 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
         --dst-ip "$LEARNER_IP" --src-ip 10.77.0.2 >> "$WORK/calm.raw.log" 2>&1 || fail "rawframes $kind"
 done
-wait $GEN_PID || fail "gen exited non-zero"
+for p in "${calm_pids[@]}"; do wait "$p" || fail "gen exited non-zero"; done
 wait $SINK_PID; sink_rc=$?
 stop_switch
 [ $sink_rc -eq 0 ] || fail "sink exit code $sink_rc (3 = wrong sums)"
-sent=$(sum_sent calm)
+sent=$(sum_sent calm-h1)
 C=$WORK/calm.switch.json
 check "uncongested: sink got every contribution ($sent)" "j('$WORK/calm.sink.json', 'totals.contributions') == $sent"
 check "uncongested: the sink saw the 50 garbage and 50 truncated datagrams" "j('$WORK/calm.sink.json', 'malformed.total') == 100"
-check "uncongested: every sum exact" "j('$WORK/calm.sink.json', 'verify.bad') == 0 and j('$WORK/calm.sink.json', 'verify.exact') == $sent"
+check "uncongested: every sum exact" "j('$WORK/calm.sink.json', 'verify.bad') == 0 and j('$WORK/calm.sink.json', 'verify.exact') == j('$WORK/calm.sink.json', 'totals.chunks')"
 check "uncongested: the switch merged nothing" "queue('$WORK/calm.switch.json', 'h4')['merged'] == 0"
 check "malformed: 50 garbage datagrams counted as bad magic" "j('$C', 'malformed.bad_magic') == 50"
 check "malformed: 50 truncated headers counted as short" "j('$C', 'malformed.short_packet') == 50"
@@ -139,7 +149,7 @@ check "uncongested: no tail drops" "queue('$WORK/calm.switch.json', 'h4')['dropp
 congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
     local name=$1 agg=$2 rogue=$3
     start_switch "$name" 20M 128 32 "$agg"
-    rack_exec h4 "$SINK" --until-idle 2 --duration 30 --json "$WORK/$name.sink.json" > "$WORK/$name.sink.log" 2>&1 &
+    host_run h4 "$SINK" --until-idle 2 --duration 30 --json "$WORK/$name.sink.json" > "$WORK/$name.sink.log" 2>&1 &
     local sink_pid=$!
     sleep 0.3
     local pids=() h i=0
@@ -167,11 +177,12 @@ check "congested: the bottleneck merged gradients" "queue('$S', 'h4')['merged'] 
 check "congested: merged chunks reached the sink" "j('$K', 'totals.merged_chunks') > 0 and j('$K', 'totals.merge_ratio') > 1.0"
 check "congested: every merged sum is exact" "j('$K', 'verify.bad_merged') == 0"
 check "congested: only the rogue's own chunks fail verification" "0 < j('$K', 'verify.bad') <= $rogue_sent"
-check "congested: contributions delivered + tail-dropped = sent" \
-    "j('$K', 'totals.contributions') + queue('$S', 'h4')['dropped'] == $sent + j('$K', 'verify.bad')"
+check "congested: every gradient sent reached the switch" "j('$S', 'gradients.valid_shesha') == $sent + $rogue_sent"
+# Conservation: contributions delivered + tail drops = contributions sent. The bottleneck queue
+# also carries a few ARP frames, which may be tail-dropped too, hence the small slack.
+check "congested: delivered + tail-dropped = sent (within ARP slack)" \
+    "abs(j('$K', 'totals.contributions') + queue('$S', 'h4')['dropped'] - ($sent + $rogue_sent)) <= 10"
 check "rogue: every rogue gradient counted as non-member ($rogue_sent)" "j('$S', 'gradients.non_member') == $rogue_sent"
-check "congestion marks set" "queue('$S', 'h4')['marked'] > 0"
-check "feedback sent to senders" "j('$S', 'feedback.sent') > 0"
 
 echo "== 4. the same load with aggregation off: more queueing and more drops"
 congested_run fifo off no
@@ -181,6 +192,11 @@ check "fifo: more tail drops than with aggregation" "queue('$F', 'h4')['dropped'
 check "fifo: deeper mean queue than with aggregation" \
     "queue('$F', 'h4')['depth_sum'] / queue('$F', 'h4')['depth_samples'] > queue('$S', 'h4')['depth_sum'] / queue('$S', 'h4')['depth_samples']"
 check "fifo: every sum exact" "j('$WORK/fifo.sink.json', 'verify.bad') == 0"
+fifo_sent=$(sum_sent fifo-h1 fifo-h2 fifo-h3)
+check "fifo: delivered + tail-dropped = sent (within ARP slack)" \
+    "abs(j('$WORK/fifo.sink.json', 'totals.contributions') + queue('$F', 'h4')['dropped'] - $fifo_sent) <= 10"
+check "fifo: the full queue marked congestion (depth >= 32)" "queue('$F', 'h4')['marked'] > 0 and j('$WORK/fifo.sink.json', 'totals.ce_marked') > 0"
+check "fifo: FEEDBACK sent to the marked senders" "j('$F', 'feedback.sent') > 0"
 
 echo "== 5. the switch keeps forwarding after all that"
 start_switch after 0 256 0 on
