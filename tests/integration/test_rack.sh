@@ -74,6 +74,7 @@ LEARNER_IP=10.77.0.4
 start_switch() {  # start_switch NAME RATE QUEUE MARK AGGREGATION
     local name=$1
     rack_switch_yaml "$WORK/$name.yaml" h4 "$2" "$3" "$4" h1,h2,h3 "${HOSTS[@]}"
+    : > "$WORK/$name.switch.log"
     "$SWITCH" -c "$WORK/$name.yaml" --aggregation "$5" --stats-json "$WORK/$name.switch.json" \
         > "$WORK/$name.switch.log" 2>&1 &
     SWITCH_PID=$!
