@@ -1,0 +1,538 @@
+// CreditSender: scripted credits, marks, feedback and timeouts give exact windows, alphas and
+// counters; the sender-side merge gives exact sums (pattern::verify) in bounded memory.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "gradient_pattern.h"
+#include "protocol.h"
+#include "transport/credit_sender.h"
+
+using namespace shesha;
+using namespace shesha::transport;
+
+namespace {
+
+constexpr std::uint16_t kCluster = 7;
+
+SenderConfig small_config() {
+    SenderConfig c;
+    c.cluster_id = kCluster;
+    c.worker_id = 3;
+    c.model_elems = 64;
+    c.chunk_elems = 1;  // 64 one-element chunks: plenty of pending chunks for window scripts
+    c.w_init = 4;
+    c.w_min = 1;
+    c.w_max = 6;
+    c.additive_increase = 1;
+    c.gain = 0.25;  // a power of two, so every alpha below is exact in binary
+    c.alpha_init = 0;
+    c.credit_timeout_ns = 200;
+    return c;
+}
+
+void offer_ones(CreditSender& s, std::uint32_t version = 1, std::uint64_t ts = 1) {
+    std::vector<float> g(s.layout().model_elems, 1.0f);
+    REQUIRE(s.offer_update(version, ts, g) == OfferResult::Ok);
+}
+
+// Sends every chunk the window allows; returns how many went out.
+std::uint32_t send_burst(CreditSender& s, std::uint64_t now = 0) {
+    std::uint32_t n = 0;
+    while (s.next_to_send(now)) ++n;
+    return n;
+}
+
+proto::CreditBody credit(std::uint32_t credits, std::uint32_t ce = 0) {
+    proto::CreditBody b;
+    b.credits = credits;
+    b.ce_count = ce;
+    return b;
+}
+
+// Fills a flat gradient with worker w's pattern, chunk by chunk.
+std::vector<float> pattern_gradient(const ChunkLayout& l, std::uint32_t worker) {
+    std::vector<float> g(l.model_elems);
+    for (std::uint16_t k = 0; k < l.chunk_count; ++k) {
+        std::span<float> slice = chunk_slice(l, std::span<float>(g), k);
+        pattern::fill(slice.data(), slice.size(), kCluster, k, worker);
+    }
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("config validation names the problem and the constructor refuses bad configs") {
+    SenderConfig c = small_config();
+    CHECK(validate(c).empty());
+    c.w_min = 0.5;
+    CHECK(validate(c).find("w_min") != std::string::npos);
+    c = small_config();
+    c.w_init = 7;
+    CHECK(validate(c).find("w_init") != std::string::npos);
+    c = small_config();
+    c.w_max = 0.9;
+    CHECK(validate(c).find("w_max") != std::string::npos);
+    c = small_config();
+    c.gain = 0;
+    CHECK(validate(c).find("gain") != std::string::npos);
+    c = small_config();
+    c.alpha_init = 1.5;
+    CHECK(validate(c).find("alpha_init") != std::string::npos);
+    c = small_config();
+    c.chunk_elems = 4096;
+    CHECK(validate(c).find("kMaxElements") != std::string::npos);
+    CHECK_THROWS_AS(CreditSender(c), std::invalid_argument);
+    c = small_config();
+    c.model_elems = 0;
+    CHECK_FALSE(validate(c).empty());
+}
+
+TEST_CASE("credits gate sending exactly") {
+    SenderConfig c = small_config();
+    c.w_init = 3;
+    c.additive_increase = 0;  // keep W fixed: this test is about credits only
+    CreditSender s(c);
+    CHECK(s.credits_available() == 3);
+    CHECK_FALSE(s.next_to_send(0));  // nothing pending yet
+    CHECK(s.counters().chunks_sent == 0);
+
+    offer_ones(s);
+    CHECK(s.pending_chunks() == 64);
+    CHECK(send_burst(s) == 3);
+    CHECK(s.in_flight() == 3);
+    CHECK(s.credits_available() == 0);
+    CHECK(s.pending_chunks() == 61);
+
+    s.on_credit(credit(1), 0, 10);
+    CHECK(s.in_flight() == 2);
+    CHECK(s.credits_available() == 1);
+    CHECK(send_burst(s) == 1);
+    CHECK_FALSE(s.next_to_send(10));
+
+    s.on_credit(credit(2), 0, 11);
+    CHECK(send_burst(s) == 2);
+    CHECK(s.in_flight() == 3);
+
+    // Credits beyond what is in flight are counted and ignored: they never open the window wider.
+    s.on_credit(credit(10), 0, 12);
+    CHECK(s.in_flight() == 0);
+    CHECK(s.counters().credits_excess == 7);
+    CHECK(s.counters().credits_received == 13);
+    CHECK(s.counters().credit_messages == 3);
+    CHECK(send_burst(s) == 3);
+    CHECK(s.counters().chunks_sent == 9);
+    CHECK(s.window() == 3.0);
+}
+
+TEST_CASE("chunks go out oldest first with complete headers") {
+    SenderConfig c = small_config();
+    c.model_elems = 10;
+    c.chunk_elems = 4;  // chunks of 4, 4, 2
+    c.w_init = c.w_max = 6;
+    CreditSender s(c);
+    std::vector<float> g{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    REQUIRE(s.offer_update(42, 1000, g) == OfferResult::Ok);
+    for (std::uint16_t k = 0; k < 3; ++k) {
+        const auto out = s.next_to_send(5);
+        REQUIRE(out);
+        const proto::Header& h = out->header;
+        CHECK(h.type == proto::MsgType::Gradient);
+        CHECK(h.elem_type == proto::ElemType::F32);
+        CHECK(h.flags == 0);
+        CHECK(h.cluster_id == kCluster);
+        CHECK(h.worker_id == 3);
+        CHECK(h.model_version == 42);
+        CHECK(h.seq == 1);
+        CHECK(h.chunk_index == k);
+        CHECK(h.chunk_count == 3);
+        CHECK(h.elem_count == (k < 2 ? 4 : 2));
+        CHECK(h.contrib_count == 1);
+        CHECK(h.ts_earliest_ns == 1000);
+        CHECK(h.ts_latest_ns == 1000);
+        REQUIRE(out->elements.size() == h.elem_count);
+        for (std::size_t i = 0; i < out->elements.size(); ++i) CHECK(out->elements[i] == float(4 * k + i));
+    }
+    CHECK(s.next_seq() == 2);
+}
+
+TEST_CASE("window grows by additive_increase per unmarked round and clamps at w_max") {
+    CreditSender s(small_config());  // W = 4, w_max = 6
+    offer_ones(s);
+    CHECK(send_burst(s) == 4);
+    s.on_credit(credit(4), 0, 1);
+    CHECK(s.window() == 5.0);
+    CHECK(send_burst(s) == 5);
+    s.on_credit(credit(5), 0, 2);
+    CHECK(s.window() == 6.0);
+    CHECK(send_burst(s) == 6);
+    s.on_credit(credit(6), 0, 3);
+    CHECK(s.window() == 6.0);  // clamped
+    CHECK(s.counters().rounds == 3);
+    CHECK(s.counters().round_increases == 3);
+    CHECK(s.counters().round_reductions == 0);
+    CHECK(s.alpha() == 0.0);
+}
+
+TEST_CASE("a round ends only when every chunk sent before it began is credited") {
+    SenderConfig c = small_config();
+    c.w_max = 16;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 4);
+    s.on_credit(credit(4), 0, 1);  // round 1 (began with nothing sent) ends: W 4 -> 5
+    CHECK(s.counters().rounds == 1);
+    CHECK(s.window() == 5.0);
+    // Round 2 began with nothing in flight (everything sent was credited), so like DCTCP's
+    // snd_una >= next_seq test it ends at its first credit.
+    CHECK(send_burst(s) == 5);  // 9 sent
+    s.on_credit(credit(1), 0, 2);
+    CHECK(s.counters().rounds == 2);
+    CHECK(s.window() == 6.0);
+    // Round 3 began with chunks 5..9 in flight: it ends when the 9th chunk is retired.
+    CHECK(send_burst(s) == 2);  // 11 sent, 6 in flight
+    for (int i = 0; i < 3; ++i) s.on_credit(credit(1), 0, 3);
+    CHECK(s.counters().rounds == 2);
+    CHECK(s.window() == 6.0);
+    s.on_credit(credit(1), 0, 4);
+    CHECK(s.counters().rounds == 3);
+    CHECK(s.window() == 7.0);
+    CHECK(s.in_flight() == 2);
+}
+
+TEST_CASE("marked rounds cut W to W*(1-alpha/2) with alpha the EWMA of the mark fraction") {
+    SenderConfig c = small_config();
+    c.w_init = 8;
+    c.w_max = 16;
+    c.w_min = 2;
+    CreditSender s(c);
+    offer_ones(s);
+
+    CHECK(send_burst(s) == 8);
+    s.on_credit(credit(8, 2), proto::flag::kCongestionEcho, 1);
+    // F = 2/8; alpha = 0.75*0 + 0.25*0.25 = 0.0625; W = 8 * (1 - 0.03125) = 7.75
+    CHECK(s.alpha() == 0.0625);
+    CHECK(s.window() == 7.75);
+    CHECK(s.counters().marks_echoed == 2);
+    CHECK(s.counters().round_reductions == 1);
+
+    CHECK(send_burst(s) == 7);  // floor(7.75)
+    s.on_credit(credit(7, 7), proto::flag::kCongestionEcho, 2);
+    // F = 1; alpha = 0.75*0.0625 + 0.25 = 0.296875; W = 7.75 * (1 - 0.1484375) = 6.599609375
+    CHECK(s.alpha() == 0.296875);
+    CHECK(s.window() == 6.599609375);
+
+    CHECK(send_burst(s) == 6);
+    s.on_credit(credit(6, 0), 0, 3);
+    // unmarked round: alpha decays (0.75 * 0.296875 = 0.22265625), W grows by 1
+    CHECK(s.alpha() == 0.22265625);
+    CHECK(s.window() == 7.599609375);
+
+    // Fully marked rounds drive W down to w_min and no lower.
+    for (int round = 0; round < 20; ++round) {
+        if (s.pending_chunks() < 16) offer_ones(s);
+        const std::uint32_t n = send_burst(s);
+        REQUIRE(n >= 2);
+        s.on_credit(credit(n, n), proto::flag::kCongestionEcho, 4);
+    }
+    CHECK(s.window() == 2.0);
+    CHECK(s.usable_window() == 2);
+    CHECK(s.alpha() > 0.99);
+    CHECK(s.counters().rounds == 23);
+    CHECK(s.counters().round_reductions == 22);
+}
+
+TEST_CASE("a congestion echo flag without a count is one mark") {
+    SenderConfig c = small_config();
+    c.w_init = 8;
+    c.w_max = 16;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 8);
+    s.on_credit(credit(8, 0), proto::flag::kCongestionEcho, 1);
+    // F = 1/8; alpha = 0.25/8 = 0.03125; W = 8 * (1 - 0.015625) = 7.875
+    CHECK(s.counters().marks_echoed == 1);
+    CHECK(s.alpha() == 0.03125);
+    CHECK(s.window() == 7.875);
+}
+
+TEST_CASE("FEEDBACK cuts the window at most once per round") {
+    SenderConfig c = small_config();
+    c.w_init = 8;
+    c.w_max = 16;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 8);
+
+    proto::FeedbackBody fb;
+    fb.mark_permille = 500;
+    s.on_feedback(fb, 1);  // a = max(alpha 0, 0.5): W = 8 * 0.75 = 6
+    CHECK(s.window() == 6.0);
+    s.on_feedback(fb, 2);  // same round: ignored
+    CHECK(s.window() == 6.0);
+    CHECK(s.counters().feedback_received == 2);
+    CHECK(s.counters().feedback_reductions == 1);
+    CHECK(s.counters().feedback_ignored == 1);
+    CHECK(s.last_feedback().mark_permille == 500);
+
+    // The learner's echo for the same chunks closes the round: alpha is updated, but the window
+    // is neither cut again nor grown in a round that already had its cut.
+    s.on_credit(credit(8, 8), proto::flag::kCongestionEcho, 3);
+    CHECK(s.alpha() == 0.25);
+    CHECK(s.window() == 6.0);
+    CHECK(s.counters().round_reductions == 0);
+    CHECK(s.counters().round_increases == 0);
+
+    // Next round: the queue occupancy (512/1024) outweighs mark_permille (100) and alpha (0.25).
+    CHECK(send_burst(s) == 6);
+    fb.mark_permille = 100;
+    fb.queue_depth = 512;
+    fb.queue_capacity = 1024;
+    CHECK(CreditSender::feedback_fraction(fb) == 0.5);
+    s.on_feedback(fb, 4);
+    CHECK(s.window() == 4.5);
+    CHECK(s.counters().feedback_reductions == 2);
+
+    // Never below w_min.
+    s.on_credit(credit(6, 0), 0, 5);
+    CHECK(s.window() == 4.5);  // the round was cut: no growth either
+    CHECK(send_burst(s) == 4);
+    fb.mark_permille = 1000;
+    SenderConfig tight = c;
+    tight.w_min = 4;
+    tight.w_init = 4;
+    CreditSender t(tight);
+    t.on_feedback(fb, 0);
+    CHECK(t.window() == 4.0);
+}
+
+TEST_CASE("credit timeout forgets the chunks in flight so the window reopens") {
+    SenderConfig c = small_config();
+    c.w_init = 2;
+    c.additive_increase = 0;
+    c.credit_timeout_ns = 200;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK_FALSE(s.on_timeout(1000));  // nothing in flight: nothing to time out
+    CHECK(send_burst(s, 1000) == 2);
+    CHECK_FALSE(s.next_to_send(1100));
+    CHECK_FALSE(s.on_timeout(1199));
+    CHECK_FALSE(s.on_timeout(500));  // a clock behind the last progress is not a timeout
+    CHECK(s.on_timeout(1200));
+    CHECK(s.in_flight() == 0);
+    CHECK(s.credits_available() == 2);
+    CHECK(s.window() == 2.0);  // not taken as congestion
+    CHECK(s.counters().credit_timeouts == 1);
+    CHECK(s.counters().chunks_presumed_lost == 2);
+
+    // Late credits for the forgotten chunks are excess and do not end a round.
+    s.on_credit(credit(2), 0, 1250);
+    CHECK(s.counters().credits_excess == 2);
+    CHECK(s.in_flight() == 0);
+    CHECK(s.counters().rounds == 0);
+
+    // A credit is progress: the timer restarts from it.
+    CHECK(send_burst(s, 1300) == 2);
+    s.on_credit(credit(1), 0, 1450);
+    CHECK_FALSE(s.on_timeout(1600));
+    CHECK(s.on_timeout(1650));
+    CHECK(s.counters().chunks_presumed_lost == 3);
+
+    c.credit_timeout_ns = 0;  // disabled
+    CreditSender never(c);
+    offer_ones(never);
+    CHECK(send_burst(never) == 2);
+    CHECK_FALSE(never.on_timeout(std::numeric_limits<std::uint64_t>::max()));
+}
+
+TEST_CASE("acked_seq keeps the highest in serial order; learner_version follows the last credit") {
+    CreditSender s(small_config());
+    proto::CreditBody b = credit(0);
+    b.acked_seq = 5;
+    b.learner_version = 9;
+    s.on_credit(b, 0, 1);
+    b.acked_seq = 3;
+    b.learner_version = 10;
+    s.on_credit(b, 0, 2);
+    CHECK(s.acked_seq() == 5);
+    CHECK(s.learner_version() == 10);
+    b.acked_seq = 0xFFFFFFF0u;  // far "behind" 5 in serial order
+    s.on_credit(b, 0, 3);
+    CHECK(s.acked_seq() == 5);
+}
+
+TEST_CASE("sender-side merge sums waiting chunks exactly, like the switch") {
+    SenderConfig c = small_config();
+    c.model_elems = 64 * 3 + 10;  // 4 chunks: 64, 64, 64, 10
+    c.chunk_elems = 64;
+    c.w_init = c.w_min = c.w_max = 1;
+    c.additive_increase = 0;
+    CreditSender s(c);
+    const ChunkLayout& l = s.layout();
+    REQUIRE(l.chunk_count == 4);
+
+    // Five updates while nothing may be sent: one slot per chunk, the rest merged into it.
+    const std::uint32_t versions[] = {10, 9, 12, 11, 13};
+    const std::uint64_t stamps[] = {100, 50, 300, 200, 250};
+    for (std::uint32_t w = 0; w < 5; ++w)
+        REQUIRE(s.offer_update(versions[w], stamps[w], pattern_gradient(l, w)) == OfferResult::Ok);
+    CHECK(s.pending_chunks() == 4);
+    CHECK(s.counters().chunks_queued == 4);
+    CHECK(s.counters().chunks_merged == 16);
+    CHECK(s.counters().updates_offered == 5);
+
+    auto out = s.next_to_send(0);
+    REQUIRE(out);
+    CHECK(out->header.chunk_index == 0);
+    CHECK(out->header.contrib_count == 5);
+    CHECK(out->header.flags == proto::flag::kSenderMerged);
+    CHECK(out->header.model_version == 9);
+    CHECK(out->header.seq == 1);  // the first contribution's, as in the switch
+    CHECK(out->header.ts_earliest_ns == 50);
+    CHECK(out->header.ts_latest_ns == 300);
+    CHECK(out->elements[1] == 1 + 2 + 3 + 4 + 1);  // sum of the weights of workers 0..4
+    CHECK(pattern::verify(out->elements.data(), out->elements.size(), kCluster, 0, 5) == pattern::Check::Ok);
+    CHECK_FALSE(s.next_to_send(0));
+
+    // A sixth update: chunk 0's slot is free again and queues behind the three still waiting.
+    REQUIRE(s.offer_update(14, 400, pattern_gradient(l, 5)) == OfferResult::Ok);
+    CHECK(s.pending_chunks() == 4);
+    const std::uint16_t expected_order[] = {1, 2, 3, 0};
+    const std::uint16_t expected_contrib[] = {6, 6, 6, 1};
+    for (int i = 0; i < 4; ++i) {
+        s.on_credit(credit(1), 0, 1);
+        out = s.next_to_send(1);
+        REQUIRE(out);
+        const proto::Header& h = out->header;
+        CHECK(h.chunk_index == expected_order[i]);
+        CHECK(h.contrib_count == expected_contrib[i]);
+        CHECK(h.elem_count == (h.chunk_index == 3 ? 10 : 64));
+        CHECK(h.flags == (h.contrib_count > 1 ? proto::flag::kSenderMerged : 0));
+        CHECK(pattern::verify(out->elements.data(), out->elements.size(), kCluster, h.chunk_index,
+                              h.contrib_count) == pattern::Check::Ok);
+    }
+    CHECK(s.counters().contributions_sent == 5 + 6 * 3 + 1);
+}
+
+TEST_CASE("sender-side merge adds in the switch's order, bit for bit, on arbitrary floats") {
+    SenderConfig c = small_config();
+    c.model_elems = 300;
+    c.chunk_elems = 128;
+    c.w_init = c.w_min = c.w_max = 3;
+    CreditSender s(c);
+    std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1e3f, 1e3f);
+    std::vector<float> expected(c.model_elems, 0.0f);
+    for (int u = 0; u < 7; ++u) {
+        std::vector<float> g(c.model_elems);
+        for (float& x : g) x = dist(rng);
+        REQUIRE(s.offer_update(1, 1, g) == OfferResult::Ok);
+        // waiting += arrival, one binary32 addition each, arrivals in order
+        for (std::size_t i = 0; i < g.size(); ++i) expected[i] = u == 0 ? g[i] : expected[i] + g[i];
+    }
+    for (std::uint16_t k = 0; k < 3; ++k) {
+        const auto out = s.next_to_send(0);
+        REQUIRE(out);
+        CHECK(out->header.contrib_count == 7);
+        const std::size_t off = s.layout().offset(out->header.chunk_index);
+        for (std::size_t i = 0; i < out->elements.size(); ++i)
+            REQUIRE(std::bit_cast<std::uint32_t>(out->elements[i]) == std::bit_cast<std::uint32_t>(expected[off + i]));
+    }
+}
+
+TEST_CASE("pending memory stays bounded whatever the number of updates") {
+    SenderConfig c = small_config();
+    c.model_elems = 130;
+    c.chunk_elems = 64;  // 64, 64, 2
+    c.w_init = c.w_min = c.w_max = 1;
+    CreditSender s(c);
+    const std::size_t bytes = s.pending_buffer_bytes();
+    CHECK(bytes == 130 * sizeof(float));
+    std::vector<std::vector<float>> grads;
+    for (std::uint32_t w = 0; w < 4; ++w) grads.push_back(pattern_gradient(s.layout(), w));
+    for (std::uint32_t u = 0; u < 1000; ++u) {
+        REQUIRE(s.offer_update(u, u, grads[u % 4]) == OfferResult::Ok);
+        REQUIRE(s.pending_chunks() == 3);
+        REQUIRE(s.pending_buffer_bytes() == bytes);
+    }
+    CHECK(s.counters().chunks_merged == 999 * 3);
+    for (int k = 0; k < 3; ++k) {
+        s.on_credit(credit(1), 0, 0);
+        const auto out = s.next_to_send(0);
+        REQUIRE(out);
+        CHECK(out->header.contrib_count == 1000);
+        CHECK(out->elements[1] == 250 * (1 + 2 + 3 + 4));
+        CHECK(out->header.model_version == 0);
+        CHECK(out->header.ts_latest_ns == 999);
+        CHECK(pattern::verify(out->elements.data(), out->elements.size(), kCluster, out->header.chunk_index, 1000) ==
+              pattern::Check::Ok);
+    }
+}
+
+TEST_CASE("a waiting chunk at 65535 contributions refuses further merges, counted") {
+    SenderConfig c = small_config();
+    c.model_elems = 2;
+    c.chunk_elems = 2;
+    c.w_init = c.w_min = c.w_max = 1;
+    CreditSender s(c);
+    const std::vector<float> g = pattern_gradient(s.layout(), 0);  // weight 1
+    for (std::uint32_t u = 0; u < proto::kMaxContributions; ++u) REQUIRE(s.offer_update(1, 1, g) == OfferResult::Ok);
+    CHECK(s.counters().chunks_dropped_overflow == 0);
+    REQUIRE(s.offer_update(1, 1, g) == OfferResult::Ok);
+    CHECK(s.counters().chunks_dropped_overflow == 1);
+    const auto out = s.next_to_send(0);
+    REQUIRE(out);
+    CHECK(out->header.contrib_count == proto::kMaxContributions);
+    CHECK(pattern::verify(out->elements.data(), 2, kCluster, 0, proto::kMaxContributions) == pattern::Check::Ok);
+}
+
+TEST_CASE("merge_version_gap replaces a stale waiting chunk instead of summing into it") {
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 4;
+    c.w_init = c.w_min = c.w_max = 1;
+    c.merge_version_gap = 2;
+    CreditSender s(c);
+    const std::vector<float> g = pattern_gradient(s.layout(), 1);
+    REQUIRE(s.offer_update(10, 100, g) == OfferResult::Ok);
+    REQUIRE(s.offer_update(12, 200, g) == OfferResult::Ok);  // gap 2: merged
+    CHECK(s.counters().chunks_merged == 1);
+    REQUIRE(s.offer_update(13, 300, g) == OfferResult::Ok);  // 13 - 10 > 2: replaced
+    CHECK(s.counters().chunks_replaced_stale == 1);
+    const auto out = s.next_to_send(0);
+    REQUIRE(out);
+    CHECK(out->header.contrib_count == 1);
+    CHECK(out->header.model_version == 13);
+    CHECK(out->header.seq == 3);
+    CHECK(out->header.ts_earliest_ns == 300);
+    CHECK(out->header.flags == 0);
+    CHECK(pattern::verify(out->elements.data(), 4, kCluster, 0, 1) == pattern::Check::Ok);
+}
+
+TEST_CASE("non-finite or wrongly sized updates are refused whole and counted") {
+    SenderConfig c = small_config();
+    c.model_elems = 8;
+    c.chunk_elems = 4;
+    CreditSender s(c);
+    std::vector<float> g(8, 1.0f);
+    REQUIRE(s.offer_update(1, 1, g) == OfferResult::Ok);
+    g[6] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(s.offer_update(2, 2, g) == OfferResult::NonFinite);
+    g[6] = -std::numeric_limits<float>::infinity();
+    CHECK(s.offer_update(2, 2, g) == OfferResult::NonFinite);
+    CHECK(s.offer_update(2, 2, std::span<const float>(g).first(7)) == OfferResult::WrongSize);
+    CHECK(s.counters().updates_rejected == 3);
+    CHECK(s.counters().updates_offered == 1);
+    CHECK(s.counters().chunks_merged == 0);
+    CHECK(s.next_seq() == 2);  // refused updates take no seq
+    const auto out = s.next_to_send(0);
+    REQUIRE(out);
+    CHECK(out->header.contrib_count == 1);
+    for (float x : out->elements) CHECK(x == 1.0f);
+}

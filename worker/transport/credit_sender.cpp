@@ -1,0 +1,227 @@
+#include "transport/credit_sender.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "merge_kernel.h"
+
+namespace shesha::transport {
+
+std::string validate(const SenderConfig& cfg) {
+    std::string error;
+    if (!make_layout(cfg.model_elems, cfg.chunk_elems, &error)) return error;
+    auto finite = [](double x) { return std::isfinite(x); };
+    if (!finite(cfg.w_min) || !finite(cfg.w_max) || !finite(cfg.w_init)) return "window sizes must be finite";
+    if (cfg.w_min < 1) return "w_min must be at least 1 (a window below one chunk never sends)";
+    if (cfg.w_max < cfg.w_min) return "w_max must be >= w_min";
+    if (cfg.w_init < cfg.w_min || cfg.w_init > cfg.w_max) return "w_init must lie in [w_min, w_max]";
+    if (cfg.w_max > 1e9) return "w_max is unreasonably large";
+    if (!finite(cfg.additive_increase) || cfg.additive_increase < 0) return "additive_increase must be >= 0";
+    if (!finite(cfg.gain) || cfg.gain <= 0 || cfg.gain > 1) return "gain must lie in (0, 1]";
+    if (!finite(cfg.alpha_init) || cfg.alpha_init < 0 || cfg.alpha_init > 1) return "alpha_init must lie in [0, 1]";
+    return {};
+}
+
+CreditSender::CreditSender(const SenderConfig& cfg) : cfg_(cfg) {
+    const std::string error = validate(cfg);
+    if (!error.empty()) throw std::invalid_argument("CreditSender: " + error);
+    layout_ = *make_layout(cfg.model_elems, cfg.chunk_elems);
+    storage_.assign(layout_.model_elems, 0.0f);
+    slots_.assign(layout_.chunk_count, Slot{});
+    order_.assign(layout_.chunk_count, 0);
+    window_ = cfg.w_init;
+    alpha_ = cfg.alpha_init;
+    next_seq_ = cfg.first_seq;
+}
+
+OfferResult CreditSender::offer_update(std::uint32_t version, std::uint64_t ts_ns,
+                                       std::span<const float> flat_gradient) noexcept {
+    if (flat_gradient.size() != layout_.model_elems) {
+        ++c_.updates_rejected;
+        return OfferResult::WrongSize;
+    }
+    // Checked up front: one NaN merged into a waiting chunk would destroy the contributions
+    // already summed there, and the learner would reject the whole chunk.
+    if (!all_finite(flat_gradient)) {
+        ++c_.updates_rejected;
+        return OfferResult::NonFinite;
+    }
+    const std::uint32_t seq = next_seq_++;
+    ++c_.updates_offered;
+    for (std::uint16_t k = 0; k < layout_.chunk_count; ++k) {
+        const std::span<const float> src = chunk_slice(layout_, flat_gradient, k);
+        float* dst = storage_.data() + layout_.offset(k);
+        Slot& s = slots_[k];
+        if (s.pending) {
+            if (version > s.version && version - s.version > cfg_.merge_version_gap) {
+                // Too stale to be worth summing: the newer gradient takes its place in the queue.
+                std::memcpy(dst, src.data(), src.size_bytes());
+                s.contrib_count = 1;
+                s.version = version;
+                s.seq = seq;
+                s.ts_earliest = s.ts_latest = ts_ns;
+                ++c_.chunks_replaced_stale;
+                continue;
+            }
+            if (s.contrib_count == proto::kMaxContributions) {
+                ++c_.chunks_dropped_overflow;
+                continue;
+            }
+            // Same kernel and operand order as the switch (waiting += arrival), so a sender-side
+            // merge and an in-network merge of the same gradients give the same bits.
+            core::add_f32(dst, src.data(), src.size());
+            ++s.contrib_count;
+            s.version = std::min(s.version, version);
+            s.ts_earliest = std::min(s.ts_earliest, ts_ns);
+            s.ts_latest = std::max(s.ts_latest, ts_ns);
+            // seq stays the waiting chunk's, as in the switch (the first contribution names it).
+            ++c_.chunks_merged;
+            continue;
+        }
+        std::memcpy(dst, src.data(), src.size_bytes());
+        s.pending = true;
+        s.contrib_count = 1;
+        s.version = version;
+        s.seq = seq;
+        s.ts_earliest = s.ts_latest = ts_ns;
+        order_[(order_head_ + pending_count_) % layout_.chunk_count] = k;
+        ++pending_count_;
+        ++c_.chunks_queued;
+    }
+    return OfferResult::Ok;
+}
+
+std::uint32_t CreditSender::credits_available() const noexcept {
+    const std::uint32_t w = usable_window();
+    return in_flight_ < w ? w - in_flight_ : 0;
+}
+
+bool CreditSender::is_pending(std::uint16_t chunk_index) const noexcept {
+    return chunk_index < slots_.size() && slots_[chunk_index].pending;
+}
+
+std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) noexcept {
+    if (pending_count_ == 0 || credits_available() == 0) return std::nullopt;
+    const std::uint16_t k = order_[order_head_];
+    order_head_ = (order_head_ + 1) % layout_.chunk_count;
+    --pending_count_;
+    Slot& s = slots_[k];
+    s.pending = false;
+
+    OutgoingChunk out;
+    proto::Header& h = out.header;
+    h.type = proto::MsgType::Gradient;
+    h.elem_type = proto::ElemType::F32;
+    h.flags = s.contrib_count > 1 ? proto::flag::kSenderMerged : 0;
+    h.cluster_id = cfg_.cluster_id;
+    h.worker_id = cfg_.worker_id;
+    h.model_version = s.version;
+    h.seq = s.seq;
+    set_chunk_fields(layout_, k, h);
+    h.contrib_count = s.contrib_count;
+    h.ts_earliest_ns = s.ts_earliest;
+    h.ts_latest_ns = s.ts_latest;
+    out.elements = {storage_.data() + layout_.offset(k), h.elem_count};
+
+    if (in_flight_ == 0) last_progress_ns_ = now_ns;  // the timeout counts from the first chunk out
+    ++in_flight_;
+    ++c_.chunks_sent;
+    c_.contributions_sent += s.contrib_count;
+    return out;
+}
+
+void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags, std::uint64_t now_ns) noexcept {
+    ++c_.credit_messages;
+    c_.credits_received += credit.credits;
+    const std::uint32_t applied = std::min(credit.credits, in_flight_);
+    c_.credits_excess += credit.credits - applied;
+    in_flight_ -= applied;
+    retired_total_ += applied;
+    round_credited_ += applied;
+
+    std::uint64_t marks = credit.ce_count;
+    if (marks == 0 && (flags & proto::flag::kCongestionEcho) != 0) marks = 1;
+    c_.marks_echoed += marks;
+    round_marked_ += marks;
+
+    learner_version_ = credit.learner_version;
+    // Serial-number order (RFC 1982) so the highest acked seq survives a wrap of the counter.
+    if (!any_ack_ || static_cast<std::int32_t>(credit.acked_seq - acked_seq_) > 0) acked_seq_ = credit.acked_seq;
+    any_ack_ = true;
+    last_progress_ns_ = now_ns;
+
+    if ((applied > 0 || marks > 0) && retired_total_ >= round_end_) end_round();
+}
+
+double CreditSender::feedback_fraction(const proto::FeedbackBody& f) noexcept {
+    double frac = f.mark_permille / 1000.0;
+    if (f.queue_capacity != 0) frac = std::max(frac, static_cast<double>(f.queue_depth) / f.queue_capacity);
+    return std::clamp(frac, 0.0, 1.0);
+}
+
+void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_t /*now_ns*/) noexcept {
+    ++c_.feedback_received;
+    last_feedback_ = feedback;
+    if (round_cut_) {
+        // One cut per window-round: the feedback for the other chunks of the same burst describes
+        // the same congestion episode.
+        ++c_.feedback_ignored;
+        return;
+    }
+    cut_window(std::max(alpha_, feedback_fraction(feedback)));
+    round_cut_ = true;
+    ++c_.feedback_reductions;
+}
+
+bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
+    if (cfg_.credit_timeout_ns == 0 || in_flight_ == 0) return false;
+    // A progress time stamped after now (caller clocks race) is simply not expired yet.
+    if (now_ns < last_progress_ns_ || now_ns - last_progress_ns_ < cfg_.credit_timeout_ns) return false;
+    ++c_.credit_timeouts;
+    c_.chunks_presumed_lost += in_flight_;
+    retired_total_ += in_flight_;
+    in_flight_ = 0;
+    last_progress_ns_ = now_ns;
+    // Close the round on what it did see; a round that saw nothing just restarts (a timeout is not
+    // taken as congestion: after an in-network merge the credit legitimately goes to another worker).
+    if (round_credited_ > 0 || round_marked_ > 0) {
+        end_round();
+    } else {
+        start_round();
+    }
+    return true;
+}
+
+void CreditSender::cut_window(double a) noexcept { window_ = std::max(cfg_.w_min, window_ * (1.0 - a / 2.0)); }
+
+void CreditSender::end_round() noexcept {
+    ++c_.rounds;
+    double fraction = 0;
+    if (round_credited_ > 0) {
+        fraction = std::min(1.0, static_cast<double>(round_marked_) / static_cast<double>(round_credited_));
+    } else if (round_marked_ > 0) {
+        fraction = 1.0;
+    }
+    alpha_ = (1.0 - cfg_.gain) * alpha_ + cfg_.gain * fraction;
+    if (round_cut_) {
+        // Already cut by FEEDBACK in this round: neither a second cut nor growth.
+    } else if (round_marked_ > 0) {
+        cut_window(alpha_);
+        ++c_.round_reductions;
+    } else {
+        window_ = std::min(cfg_.w_max, window_ + cfg_.additive_increase);
+        ++c_.round_increases;
+    }
+    start_round();
+}
+
+void CreditSender::start_round() noexcept {
+    round_end_ = c_.chunks_sent;
+    round_credited_ = 0;
+    round_marked_ = 0;
+    round_cut_ = false;
+}
+
+}  // namespace shesha::transport

@@ -1,0 +1,183 @@
+// CreditSender: the per-worker sending state machine of the Shesha transport (docs/transport.md).
+//
+// It owns no socket and reads no clock: the caller feeds it gradients, CREDIT and FEEDBACK bodies
+// and the current time, and asks it which chunk to send next. So the same code runs in a worker,
+// in unit tests, in the simulator and under the verifier, with scripted inputs.
+//
+//   offer_update()   a new flat gradient: split into chunks, each merged into the pending buffer
+//   next_to_send()   the next chunk, if the window has room (consumes one credit)
+//   on_credit()      the learner released chunks; congestion echo; may end a window-round
+//   on_feedback()    the switch reported a marking queue: early window cut, once per round
+//   on_timeout()     no credit for too long: forget the chunks in flight so sending resumes
+//
+// Window: DCTCP-style over window-rounds, see the rules in on_credit()/on_feedback() and in
+// docs/transport.md. Memory: one chunk-sized slot per chunk index, allocated at construction; a
+// newer gradient for a chunk that still waits for credit is summed into it (sender-side merge),
+// so at most chunk_count chunks are ever pending and nothing allocates afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol.h"
+#include "transport/chunking.h"
+
+namespace shesha::transport {
+
+// Filled from the worker's YAML by its config loader; validate() says what is wrong.
+struct SenderConfig {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t worker_id = 0;
+    std::uint32_t model_elems = 0;     // size of the flat gradient
+    std::uint32_t chunk_elems = 1024;  // elements per chunk, <= proto::kMaxElements
+    // Window, in chunks in flight. Fractional internally (DCTCP cuts are multiplicative); the
+    // usable window is floor(W).
+    double w_init = 16;
+    double w_min = 1;
+    double w_max = 256;
+    double additive_increase = 1;      // chunks added per window-round without marks
+    double gain = 1.0 / 16;            // g, EWMA gain of alpha (DCTCP's default)
+    double alpha_init = 1.0;           // alpha before any round (DCTCP starts conservative at 1)
+    std::uint64_t credit_timeout_ns = 200'000'000;  // 0 disables on_timeout()
+    std::uint32_t first_seq = 1;       // seq of the first update (0 is reserved for "none acked")
+    // A waiting chunk whose base version is more than this behind a newer update's is replaced by
+    // it instead of merged (its stale contents are dropped, counted). Default: always merge.
+    std::uint32_t merge_version_gap = UINT32_MAX;
+};
+
+// Empty if the config is usable, else the first problem found.
+std::string validate(const SenderConfig& cfg);
+
+// A chunk ready to go: a complete GRADIENT header and its elements. elements points into the
+// sender's pending slot and stays valid until the next offer_update().
+struct OutgoingChunk {
+    proto::Header header;
+    std::span<const float> elements;
+};
+
+enum class OfferResult : std::uint8_t {
+    Ok,
+    WrongSize,  // the gradient is not model_elems long
+    NonFinite,  // NaN or infinity somewhere: the whole update is refused (it would poison merges)
+};
+
+struct SenderCounters {
+    std::uint64_t updates_offered = 0;     // accepted by offer_update()
+    std::uint64_t updates_rejected = 0;    // WrongSize or NonFinite
+    std::uint64_t chunks_queued = 0;       // chunks that took a free pending slot
+    std::uint64_t chunks_merged = 0;       // chunks summed into a waiting one (sender-side merge)
+    std::uint64_t chunks_dropped_overflow = 0;  // merge refused: contrib_count would pass 65535
+    std::uint64_t chunks_replaced_stale = 0;    // waiting chunk too old (merge_version_gap): replaced
+    std::uint64_t chunks_sent = 0;
+    std::uint64_t contributions_sent = 0;  // sum of contrib_count over sent chunks
+    std::uint64_t credit_messages = 0;
+    std::uint64_t credits_received = 0;    // sum of CreditBody::credits
+    std::uint64_t credits_excess = 0;      // credit units beyond the chunks in flight (ignored)
+    std::uint64_t marks_echoed = 0;        // CE marks reported by the learner (ce_count)
+    std::uint64_t feedback_received = 0;
+    std::uint64_t feedback_reductions = 0; // window cuts caused by FEEDBACK
+    std::uint64_t feedback_ignored = 0;    // FEEDBACK in a round that already had its cut
+    std::uint64_t rounds = 0;              // window-rounds completed
+    std::uint64_t round_reductions = 0;    // end-of-round cuts caused by echoed marks
+    std::uint64_t round_increases = 0;     // end-of-round additive increases
+    std::uint64_t credit_timeouts = 0;
+    std::uint64_t chunks_presumed_lost = 0;  // in flight when a credit timeout fired
+};
+
+class CreditSender {
+public:
+    // Throws std::invalid_argument if validate(cfg) fails (construction is not on the data path).
+    explicit CreditSender(const SenderConfig& cfg);
+
+    // Splits a flat gradient computed on model `version`, generated at ts_ns, into chunks and puts
+    // each into the pending buffer: into a free slot, or summed into the chunk of the same index
+    // that still waits (elements added, contrib_count added, ts_earliest min, ts_latest max,
+    // version min, SENDER_MERGED). Each accepted update takes the next seq.
+    OfferResult offer_update(std::uint32_t version, std::uint64_t ts_ns, std::span<const float> flat_gradient) noexcept;
+
+    // The oldest pending chunk, if in_flight() < floor(window()); it then counts as in flight.
+    std::optional<OutgoingChunk> next_to_send(std::uint64_t now_ns) noexcept;
+
+    // A CREDIT from the learner (the caller checked its header: cluster, worker). credits chunks
+    // leave flight (at most in_flight(); the rest is counted as excess). flags may carry
+    // CONGESTION_ECHO: an echo with ce_count 0 counts as one mark.
+    void on_credit(const proto::CreditBody& credit, std::uint8_t flags, std::uint64_t now_ns) noexcept;
+
+    // A FEEDBACK from the switch. Cuts the window at most once per window-round.
+    void on_feedback(const proto::FeedbackBody& feedback, std::uint64_t now_ns) noexcept;
+
+    // Call periodically. If chunks are in flight and no credit came for credit_timeout_ns, they
+    // are presumed lost (or credited to another worker after an in-network merge): in_flight
+    // drops to 0 so the window opens again. Returns true if the timeout fired.
+    bool on_timeout(std::uint64_t now_ns) noexcept;
+
+    // State, for the caller's sampling and for tests.
+    double window() const noexcept { return window_; }
+    std::uint32_t usable_window() const noexcept { return static_cast<std::uint32_t>(window_); }
+    double alpha() const noexcept { return alpha_; }
+    std::uint32_t in_flight() const noexcept { return in_flight_; }
+    std::uint32_t credits_available() const noexcept;
+    std::uint32_t pending_chunks() const noexcept { return pending_count_; }
+    bool is_pending(std::uint16_t chunk_index) const noexcept;
+    std::uint32_t next_seq() const noexcept { return next_seq_; }
+    std::uint32_t acked_seq() const noexcept { return acked_seq_; }       // highest seen (serial order)
+    std::uint32_t learner_version() const noexcept { return learner_version_; }
+    const proto::FeedbackBody& last_feedback() const noexcept { return last_feedback_; }
+    std::size_t pending_buffer_bytes() const noexcept { return storage_.size() * sizeof(float); }
+    const ChunkLayout& layout() const noexcept { return layout_; }
+    const SenderConfig& config() const noexcept { return cfg_; }
+    const SenderCounters& counters() const noexcept { return c_; }
+
+    // The congestion fraction a FEEDBACK stands for: max(mark_permille / 1000, depth / capacity),
+    // clamped to [0, 1]. Public so the simulator and the docs' examples use the same formula.
+    static double feedback_fraction(const proto::FeedbackBody& f) noexcept;
+
+private:
+    struct Slot {
+        bool pending = false;
+        std::uint16_t contrib_count = 0;
+        std::uint32_t version = 0;
+        std::uint32_t seq = 0;
+        std::uint64_t ts_earliest = 0;
+        std::uint64_t ts_latest = 0;
+    };
+
+    void end_round() noexcept;
+    void start_round() noexcept;
+    void cut_window(double a) noexcept;
+
+    SenderConfig cfg_;
+    ChunkLayout layout_;
+    std::vector<float> storage_;        // model_elems floats: slot k at layout_.offset(k)
+    std::vector<Slot> slots_;           // chunk_count
+    std::vector<std::uint16_t> order_;  // FIFO ring of pending chunk indexes, chunk_count entries
+    std::uint32_t order_head_ = 0;
+    std::uint32_t pending_count_ = 0;
+
+    double window_;
+    double alpha_;
+    std::uint32_t in_flight_ = 0;
+    std::uint32_t next_seq_;
+    std::uint32_t acked_seq_ = 0;
+    bool any_ack_ = false;
+    std::uint32_t learner_version_ = 0;
+    proto::FeedbackBody last_feedback_{};
+
+    // Window-round accounting. Every chunk sent is eventually retired (credited, or forgotten by a
+    // timeout): sent == retired + in_flight. A round ends at the first credit after which every
+    // chunk sent before the round began is retired.
+    std::uint64_t retired_total_ = 0;
+    std::uint64_t round_end_ = 0;         // chunks_sent when the round began
+    std::uint64_t round_credited_ = 0;
+    std::uint64_t round_marked_ = 0;
+    bool round_cut_ = false;              // the window was already cut in this round (FEEDBACK)
+    std::uint64_t last_progress_ns_ = 0;  // last credit, or first send into an empty window
+
+    SenderCounters c_;
+};
+
+}  // namespace shesha::transport
