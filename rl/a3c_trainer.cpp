@@ -253,6 +253,9 @@ TrainResult train_a3c(const TrainerConfig& config, const ProgressCallback& progr
         // Round-robin: one rollout per actor in turn, all on this thread; reproducible.
         while (!stopped_by_target && budget_left()) {
             for (auto& actor : actors) {
+                if (!budget_left()) {
+                    break;
+                }
                 env_steps += actor->run_once(learner, episodes);
                 if (env_steps.load() >= next_evaluation) {
                     next_evaluation += config.eval_every;
