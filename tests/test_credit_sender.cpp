@@ -1,5 +1,6 @@
-// CreditSender: scripted credits, marks, feedback and timeouts give exact windows, alphas and
-// counters; the sender-side merge gives exact sums (pattern::verify) in bounded memory.
+// CreditSender and CreditPlanner: scripted credits, marks, feedback and timeouts give exact
+// windows, alphas and counters; the sender-side merge gives exact sums (pattern::verify) in
+// bounded memory; planned credits close the loop through an in-network merge without leaks.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -12,6 +13,7 @@
 
 #include "gradient_pattern.h"
 #include "protocol.h"
+#include "transport/credit_planner.h"
 #include "transport/credit_sender.h"
 
 using namespace shesha;
@@ -535,4 +537,144 @@ TEST_CASE("non-finite or wrongly sized updates are refused whole and counted") {
     REQUIRE(out);
     CHECK(out->header.contrib_count == 1);
     for (float x : out->elements) CHECK(x == 1.0f);
+}
+
+// ---- CreditPlanner (the learner's half) and a closed loop through a merging "switch" ----------
+
+namespace {
+
+proto::Header merged_chunk(std::uint32_t named, std::uint16_t contrib, std::uint8_t flags, std::uint32_t seq = 1) {
+    proto::Header h;
+    h.cluster_id = kCluster;
+    h.worker_id = named;
+    h.contrib_count = contrib;
+    h.flags = flags;
+    h.seq = seq;
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged units to the others") {
+    const std::uint32_t ids[] = {10, 11, 12, 13};
+    CreditPlanner p(kCluster, ids);
+    std::vector<CreditGrant> out(p.max_grants());
+
+    // Unmerged, CE-marked chunk from worker 11.
+    std::size_t n = p.plan(merged_chunk(11, 1, proto::flag::kCongestionExperienced, 7), 99, out);
+    REQUIRE(n == 1);
+    CHECK(out[0].worker_id == 11);
+    CHECK(out[0].body.credits == 1);
+    CHECK(out[0].body.acked_seq == 7);
+    CHECK(out[0].body.learner_version == 99);
+    CHECK(out[0].body.ce_count == 1);
+    CHECK(out[0].flags == proto::flag::kCongestionEcho);
+
+    // Merged in the network from 4 workers: each gets its unit back, only the named one the echo.
+    n = p.plan(merged_chunk(12, 4, proto::flag::kMerged, 3), 100, out);
+    REQUIRE(n == 4);
+    CHECK(out[0].worker_id == 12);
+    CHECK(out[0].body.acked_seq == 3);
+    CHECK(out[0].body.ce_count == 0);
+    CHECK(out[0].flags == 0);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(out[i].body.credits == 1);
+    CHECK(out[1].worker_id == 10);
+    CHECK(out[2].worker_id == 11);
+    CHECK(out[2].body.acked_seq == 7);  // the highest seq seen from 11
+    CHECK(out[3].worker_id == 13);
+    CHECK(out[3].body.acked_seq == 0);  // nothing seen from 13 yet
+
+    // Partial merges share the surplus round robin: 2 extra units, then 2 more, skip the named one.
+    n = p.plan(merged_chunk(10, 3, proto::flag::kMerged), 1, out);  // cursor at 0: 11, 12
+    REQUIRE(n == 3);
+    CHECK((out[1].worker_id == 11 && out[2].worker_id == 12));
+    n = p.plan(merged_chunk(10, 3, proto::flag::kMerged), 1, out);  // then 13, 11
+    REQUIRE(n == 3);
+    CHECK((out[1].worker_id == 11 && out[2].worker_id == 13));
+
+    // SENDER_MERGED alone is one packet: one unit.
+    n = p.plan(merged_chunk(13, 9, proto::flag::kSenderMerged), 1, out);
+    REQUIRE(n == 1);
+    CHECK(out[0].body.credits == 1);
+
+    // A 10-contribution merge over 3 other workers: 3 each, and the remainder from the cursor.
+    n = p.plan(merged_chunk(13, 10, proto::flag::kMerged), 1, out);
+    REQUIRE(n == 4);
+    std::uint32_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += out[i].body.credits;
+    CHECK(total == 10);
+
+    // Other clusters and unknown workers get nothing, counted.
+    proto::Header foreign = merged_chunk(10, 1, 0);
+    foreign.cluster_id = kCluster + 1;
+    CHECK(p.plan(foreign, 1, out) == 0);
+    CHECK(p.plan(merged_chunk(77, 1, 0), 1, out) == 0);
+    CHECK(p.stats().wrong_cluster == 1);
+    CHECK(p.stats().unknown_worker == 1);
+    CHECK(p.stats().chunks == 6);
+    CHECK(p.stats().units_named == 6);
+    CHECK(p.stats().units_spread == 3 + 2 + 2 + 9);
+    CHECK(p.stats().echoes == 1);
+
+    const std::uint32_t one[] = {5};
+    CreditPlanner solo(kCluster, one);
+    std::vector<CreditGrant> o1(1);
+    proto::Header h = merged_chunk(5, 3, proto::flag::kMerged);
+    REQUIRE(solo.plan(h, 1, o1) == 1);
+    CHECK(o1[0].body.credits == 3);  // the switch merged the worker's own updates
+
+    const std::uint32_t dup[] = {1, 1};
+    CHECK_THROWS_AS(CreditPlanner(kCluster, dup), std::invalid_argument);
+}
+
+TEST_CASE("closed loop: workers, an in-network merge of equal chunks, planned credits; nothing leaks") {
+    constexpr std::uint32_t kWorkers = 3;
+    SenderConfig c = small_config();
+    c.model_elems = 16;
+    c.chunk_elems = 2;  // 8 chunks
+    c.w_init = c.w_min = c.w_max = 4;
+    c.additive_increase = 0;
+    std::vector<CreditSender> senders;
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t w = 0; w < kWorkers; ++w) {
+        c.worker_id = 20 + w;
+        ids.push_back(c.worker_id);
+        senders.emplace_back(c);
+    }
+    CreditPlanner planner(kCluster, ids);
+    std::vector<CreditGrant> grants(planner.max_grants());
+    std::uint64_t contributions_delivered = 0;
+
+    for (int update = 0; update < 5; ++update) {
+        for (auto& s : senders) REQUIRE(s.offer_update(update, update, pattern_gradient(s.layout(), 0)) == OfferResult::Ok);
+        // Two window's worth per update: every worker sends chunks in the same order, the switch
+        // merges equal chunk indexes into the first worker's packet.
+        for (int burst = 0; burst < 2; ++burst) {
+            std::vector<std::vector<OutgoingChunk>> sent(kWorkers);
+            for (std::uint32_t w = 0; w < kWorkers; ++w)
+                while (auto o = senders[w].next_to_send(0)) sent[w].push_back(*o);
+            for (std::size_t i = 0; i < sent[0].size(); ++i) {
+                proto::Header merged = sent[0][i].header;
+                for (std::uint32_t w = 1; w < kWorkers; ++w) {
+                    REQUIRE(sent[w][i].header.chunk_index == merged.chunk_index);
+                    merged.contrib_count += sent[w][i].header.contrib_count;
+                }
+                merged.flags |= proto::flag::kMerged;
+                contributions_delivered += merged.contrib_count;
+                const std::size_t n = planner.plan(merged, 1, grants);
+                for (std::size_t g = 0; g < n; ++g) {
+                    const std::uint32_t w = grants[g].worker_id - 20;
+                    senders[w].on_credit(grants[g].body, grants[g].flags, 0);
+                }
+            }
+        }
+    }
+    for (auto& s : senders) {
+        CHECK(s.in_flight() == 0);
+        CHECK(s.counters().credits_excess == 0);
+        CHECK(s.counters().chunks_sent == 5 * 8);
+        CHECK(s.counters().credits_received == 5 * 8);
+        CHECK(s.counters().chunks_merged == 0);
+    }
+    CHECK(contributions_delivered == 5 * 8 * kWorkers);
 }

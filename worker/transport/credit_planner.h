@@ -1,0 +1,70 @@
+// CreditPlanner: the learner's half of the credit protocol (docs/transport.md, "Credit protocol").
+// For each GRADIENT chunk the learner received, it says which workers get CREDIT messages and
+// with what bodies. No sockets: the learner encodes and sends what plan() returns.
+//
+// Why a plan and not simply "credit the sender": a chunk merged in the network names only its
+// first contributor (worker_id), yet it stood for several chunks in flight at several workers.
+// The named worker gets one unit (its own chunk) plus the congestion echo; when the MERGED flag
+// is set, contrib_count - 1 further units go one at a time, round robin, to the cluster's other
+// workers (in a one-worker cluster, back to that worker: the switch merged its own updates). In
+// the common case, one chunk from each of c workers merged, every contributor gets its unit back.
+// The rule errs toward over-crediting: when senders also merged (SENDER_MERGED, fewer packets
+// than contributions) or the switch merged successive updates of one worker, some workers get a
+// unit too many; one with nothing in flight ignores it (CreditSender counts it as excess), one
+// with chunks in flight sends a little early. Under-crediting would instead stall workers until
+// their credit timeout. The exact fix needs a packet count in the header (docs/transport.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol.h"
+
+namespace shesha::transport {
+
+struct CreditGrant {
+    std::uint32_t worker_id = 0;
+    std::uint8_t flags = 0;  // CONGESTION_ECHO when ce_count > 0
+    proto::CreditBody body;
+};
+
+struct CreditPlannerStats {
+    std::uint64_t chunks = 0;           // chunks planned for
+    std::uint64_t units_named = 0;      // units given to the named worker
+    std::uint64_t units_spread = 0;     // units spread to the other workers
+    std::uint64_t echoes = 0;           // CE echoes
+    std::uint64_t unknown_worker = 0;   // chunk named a worker outside the cluster: no credit
+    std::uint64_t wrong_cluster = 0;
+};
+
+class CreditPlanner {
+public:
+    // worker_ids: the cluster's workers (the learner knows them: it sends them the model).
+    CreditPlanner(std::uint16_t cluster_id, std::span<const std::uint32_t> worker_ids);
+
+    // Plans the credits for one received GRADIENT chunk (accepted or not by the Reassembler: the
+    // chunk left flight either way). Writes at most max_grants() grants to out and returns how
+    // many; 0 for a chunk of another cluster or from an unknown worker (counted).
+    std::size_t plan(const proto::Header& chunk, std::uint32_t learner_version, std::span<CreditGrant> out) noexcept;
+
+    std::size_t max_grants() const noexcept { return workers_.size(); }
+    const CreditPlannerStats& stats() const noexcept { return stats_; }
+
+private:
+    struct Worker {
+        std::uint32_t id = 0;
+        std::uint32_t acked_seq = 0;  // highest seq seen from it (serial order)
+        bool any = false;
+    };
+    std::size_t index_of(std::uint32_t worker_id) const noexcept;
+
+    std::uint16_t cluster_id_;
+    std::vector<Worker> workers_;
+    std::vector<std::uint32_t> units_;  // scratch: units per worker for the current chunk
+    std::size_t cursor_ = 0;            // round robin position for spread units
+    CreditPlannerStats stats_;
+};
+
+}  // namespace shesha::transport
