@@ -4,7 +4,7 @@
 # clusters to a learner host behind a shaped 20 Mbit/s port. Runs the same load twice, aggregation
 # off (the FIFO baseline) and on, and prints a side-by-side table.
 #
-# usage: sudo tools/demo.sh [--seconds N] [--rate R] [--out DIR] [--no-install]
+# usage: sudo tools/demo.sh [--seconds N] [--rate R] [--bottleneck RATE] [--out DIR] [--no-install] [--build-dir DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -14,6 +14,7 @@ RATE=100          # updates/s per virtual worker
 BOTTLENECK=20M
 OUT=""
 INSTALL=1
+BUILD=build
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) SECONDS_PER_ARM=$2; shift 2 ;;
@@ -21,6 +22,7 @@ while [ $# -gt 0 ]; do
         --bottleneck) BOTTLENECK=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --no-install) INSTALL=0; shift ;;
+        --build-dir) BUILD=$2; shift 2 ;;
         -h|--help) sed -n 2,9p "$0"; exit 0 ;;
         *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -33,10 +35,11 @@ done
 
 if [ $INSTALL -eq 1 ]; then
     ./tools/install-deps.sh
-    [ -f build/build.ninja ] || meson setup build --buildtype=release
-    ninja -C build
+    [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" --buildtype=release
+    ninja -C "$BUILD"
 fi
-SWITCH=$SRC/build/switch/dpdk/shesha-switch GEN=$SRC/build/tools/gen/shesha-gen SINK=$SRC/build/tools/sink/shesha-sink
+BUILD=$(cd "$BUILD" && pwd)
+SWITCH=$BUILD/switch/dpdk/shesha-switch GEN=$BUILD/tools/gen/shesha-gen SINK=$BUILD/tools/sink/shesha-sink
 for b in "$SWITCH" "$GEN" "$SINK"; do [ -x "$b" ] || { echo "demo: $b not built" >&2; exit 1; }; done
 
 OUT=${OUT:-$SRC/report-demo-$(date +%Y%m%d-%H%M%S)}
@@ -54,6 +57,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "demo: interrupted"; exit 130' INT TERM
 
+# The switch polls on lcore 0; the hosts' processes run on the other core(s).
+if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
 HOSTS=(h1 h2 h3 h4)
 rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4
 
@@ -66,12 +71,12 @@ run_arm() {  # run_arm NAME AGGREGATION
     SWITCH_PID=$!
     for _ in $(seq 1 100); do grep -q "shesha-switch running" "$OUT/$name.switch.log" && break; sleep 0.1; done
     grep -q "shesha-switch running" "$OUT/$name.switch.log" || { cat "$OUT/$name.switch.log"; exit 1; }
-    rack_exec h4 "$SINK" --until-idle 2 --duration $((SECONDS_PER_ARM + 20)) --json "$OUT/$name.sink.json" \
+    rack_exec h4 taskset -c "$HOST_CPUS" "$SINK" --until-idle 2 --duration $((SECONDS_PER_ARM + 20)) --json "$OUT/$name.sink.json" \
         > "$OUT/$name.sink.log" 2>&1 &
     local sink_pid=$! pids=() i=0 h
     sleep 0.3
     for h in h1 h2 h3; do
-        rack_exec "$h" "$GEN" --dst 10.77.0.4 --clusters 2 --workers 2 --worker-base $((i * 10)) --chunks 4 \
+        rack_exec "$h" taskset -c "$HOST_CPUS" "$GEN" --dst 10.77.0.4 --clusters 2 --workers 2 --worker-base $((i * 10)) --chunks 4 \
             --rate "$RATE" --duration "$SECONDS_PER_ARM" --ecn --json "$OUT/$name-$h.gen.json" \
             > "$OUT/$name-$h.gen.log" 2>&1 &
         pids+=($!); i=$((i + 1))
