@@ -5,6 +5,7 @@
 // 2 bad command line.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>

@@ -93,7 +93,6 @@ public:
         learner.pull(parameters_);
         model_->set_parameters(parameters_);
         rollout_.clear();
-        const std::size_t obs_size = env_->observation_size();
         bool episode_over = false;
         while (rollout_.steps() < config_.n_step && !episode_over) {
             const auto obs = observation_.view();
@@ -112,7 +111,7 @@ public:
         // Bootstrap from the observation after the last step (for truncation too: the time
         // limit is not part of the state, so the value there is still meaningful).
         const auto last = observation_.view();
-        rollout_.bootstrap_observation.assign(last.begin(), last.begin() + static_cast<long>(obs_size));
+        rollout_.bootstrap_observation.assign(last.begin(), last.end());
         if (episode_over) {
             episodes.add(episode_return_);
             episode_return_ = 0.0;
