@@ -1,8 +1,9 @@
 // The aggregating egress queue (see aggregating_queue.h and docs/queue.md).
 //
 // Data structures, all sized at construction:
-//   ring   power-of-two array of Entry, addressed by a 64-bit sequence number (seq & mask);
-//          [head, tail) are the packets waiting, in FIFO order.
+//   ring   power-of-two array of Slot, addressed by a 64-bit sequence number (seq & mask);
+//          [head, tail) are the packets waiting, in FIFO order. A parallel MergeInfo array holds
+//          the merge key of mergeable gradients, so plain packets never touch it.
 //   index  open-addressing hash (linear probing, backward-shift deletion) from
 //          (cluster, chunk, model_version) to the seq of the newest mergeable gradient waiting
 //          with that key. At most one slot per waiting packet and twice as many slots as ring
@@ -25,23 +26,32 @@ namespace {
 constexpr std::uint32_t kMaxSlots = 1u << 24;
 constexpr std::uint32_t kMaxVersionTolerance = 16;
 
-struct Entry {
-    void* handle = nullptr;
-    std::uint8_t* frame = nullptr;
-    std::uint32_t frame_len = 0;
-    std::uint64_t enqueued_at = 0;
-    std::uint32_t dst_ip = 0;
-    std::uint32_t model_version = 0;  // current header value (the minimum over its contributions)
-    std::uint16_t cluster_id = 0;
-    std::uint16_t chunk_index = 0;
-    std::uint16_t elem_count = 0;
-    std::uint16_t contributions = 1;  // current header contrib_count for gradients
-    std::uint16_t l3_offset = 0;
-    std::uint16_t l4_offset = 0;
-    std::uint16_t shesha_offset = 0;
-    bool mergeable = false;
-    bool indexed = false;  // the index maps key(this) to this entry's seq
-    bool marked = false;   // congestion-marked by this queue (at most once)
+// One ring slot, kept small (40 bytes) because every packet writes it once and reads it once:
+// what a plain packet needs lives here, a gradient's merge key lives in a parallel MergeInfo array
+// touched only for mergeable packets. Slots are overwritten whole on enqueue, never cleared.
+struct Slot {
+    void* handle;
+    std::uint8_t* frame;
+    std::uint64_t enqueued_at;
+    std::uint32_t frame_len;
+    std::uint16_t contributions;  // current header contrib_count for gradients, 1 otherwise
+    std::uint16_t l3_offset;
+    std::uint16_t l4_offset;
+    std::uint16_t shesha_offset;
+    std::uint8_t flags;           // kMergeable | kIndexed | kMarked
+};
+static_assert(sizeof(Slot) <= 40);
+
+constexpr std::uint8_t kMergeable = 1;  // a merge target candidate (valid layout, aggregation on)
+constexpr std::uint8_t kIndexed = 2;    // the index maps key(this) to this slot's seq
+constexpr std::uint8_t kMarked = 4;     // congestion-marked by this queue (at most once)
+
+struct MergeInfo {
+    std::uint32_t dst_ip;
+    std::uint32_t model_version;  // current header value (the minimum over its contributions)
+    std::uint16_t cluster_id;
+    std::uint16_t chunk_index;
+    std::uint16_t elem_count;
 };
 
 struct IndexSlot {
@@ -67,7 +77,8 @@ bool layout_fits(const Arrival& a) noexcept {
 
 struct AggregatingQueue::Impl {
     QueueConfig cfg;
-    std::vector<Entry> ring;
+    std::vector<Slot> ring;
+    std::vector<MergeInfo> info;  // parallel to ring; valid where the slot has kMergeable
     std::uint64_t ring_mask;
     std::uint64_t head = 0;  // seq of the oldest waiting packet
     std::uint64_t tail = 0;  // seq the next queued packet gets
@@ -80,13 +91,19 @@ struct AggregatingQueue::Impl {
     explicit Impl(const QueueConfig& c)
         : cfg(c),
           ring(std::bit_ceil(std::clamp<std::uint32_t>(c.capacity_packets, 1, kMaxSlots))),
+          info(ring.size()),
           ring_mask(ring.size() - 1),
           index(ring.size() * 2),
           index_mask(index.size() - 1),
           index_shift(64 - std::countr_zero(index.size())) {}
 
     std::uint32_t depth() const noexcept { return static_cast<std::uint32_t>(tail - head); }
-    Entry& at(std::uint64_t seq) noexcept { return ring[seq & ring_mask]; }
+    Slot& at(std::uint64_t seq) noexcept { return ring[seq & ring_mask]; }
+    MergeInfo& info_at(std::uint64_t seq) noexcept { return info[seq & ring_mask]; }
+    std::uint64_t key_of(std::uint64_t seq) noexcept {
+        const MergeInfo& m = info_at(seq);
+        return make_key(m.cluster_id, m.chunk_index, m.model_version);
+    }
 
     // ---- index ----
     std::uint64_t home(std::uint64_t key) const noexcept {
@@ -109,7 +126,7 @@ struct AggregatingQueue::Impl {
             IndexSlot& s = index[i];
             if (!s.used) break;
             if (s.key == key) {
-                if (s.seq >= head && s.seq < tail) at(s.seq).indexed = false;
+                if (s.seq >= head && s.seq < tail) at(s.seq).flags &= static_cast<std::uint8_t>(~kIndexed);
                 s.seq = seq;
                 return;
             }
@@ -138,9 +155,9 @@ struct AggregatingQueue::Impl {
     }
 
     // ---- marking ----
-    void mark(Entry& e) noexcept {
-        if (e.marked) return;
-        e.marked = true;
+    void mark(Slot& e) noexcept {
+        if (e.flags & kMarked) return;
+        e.flags |= kMarked;
         ++stats.marked;
         if (e.frame == nullptr) return;
         if (e.shesha_offset != 0) {
@@ -152,7 +169,7 @@ struct AggregatingQueue::Impl {
     }
 
     // ---- merging ----
-    // The waiting packet a may merge into, or nullptr. refused is set when a waiting packet with a
+    // The waiting packet a may merge into, or UINT64_MAX. refused is set when a waiting packet with a
     // matching key and destination could not take it (layout differs or contributions would overflow).
     std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib, bool& refused) noexcept {
         const std::uint32_t tol = std::min(a.version_tolerance, kMaxVersionTolerance);
@@ -171,9 +188,10 @@ struct AggregatingQueue::Impl {
                 if (slot == index.size()) continue;
                 const std::uint64_t seq = index[slot].seq;
                 if (seq < head || seq >= tail) continue;  // cannot happen: erased on dequeue
-                const Entry& e = at(seq);
-                if (!e.mergeable || e.dst_ip != a.dst_ip) continue;
-                if (e.elem_count != a.elem_count || e.frame_len != a.frame_len ||
+                const Slot& e = at(seq);
+                const MergeInfo& m = info_at(seq);
+                if (!(e.flags & kMergeable) || m.dst_ip != a.dst_ip) continue;
+                if (m.elem_count != a.elem_count || e.frame_len != a.frame_len ||
                     e.shesha_offset != a.shesha_offset ||
                     std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
                     refused = true;
@@ -186,11 +204,12 @@ struct AggregatingQueue::Impl {
     }
 
     void merge_into(std::uint64_t seq, const Arrival& a, std::uint16_t arriving_contrib) noexcept {
-        Entry& e = at(seq);
+        Slot& e = at(seq);
+        MergeInfo& m = info_at(seq);
         std::uint8_t* wp = e.frame + e.shesha_offset;
         const std::uint8_t* ap = a.frame + a.shesha_offset;
         add_f32(reinterpret_cast<float*>(wp + proto::kHeaderSize),
-                reinterpret_cast<const float*>(ap + proto::kHeaderSize), e.elem_count);
+                reinterpret_cast<const float*>(ap + proto::kHeaderSize), m.elem_count);
 
         e.contributions = static_cast<std::uint16_t>(e.contributions + arriving_contrib);
         proto::inplace::set_contrib_count(wp, e.contributions);
@@ -199,13 +218,13 @@ struct AggregatingQueue::Impl {
         const std::uint8_t arriving_flags = proto::inplace::flags(ap);
         proto::inplace::set_flags(wp, proto::inplace::flags(wp) | proto::flag::kMerged |
                                           (arriving_flags & proto::flag::kCongestionExperienced));
-        if (a.model_version < e.model_version) {
+        if (a.model_version < m.model_version) {
             // The merged update is as old as its oldest contribution; re-key it under that version.
-            index_erase(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
-            e.model_version = a.model_version;
-            proto::inplace::set_model_version(wp, e.model_version);
-            index_put(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
-            e.indexed = true;
+            index_erase(make_key(m.cluster_id, m.chunk_index, m.model_version), seq);
+            m.model_version = a.model_version;
+            proto::inplace::set_model_version(wp, m.model_version);
+            index_put(make_key(m.cluster_id, m.chunk_index, m.model_version), seq);
+            e.flags |= kIndexed;
         }
         if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
         ++stats.merged;
@@ -216,53 +235,44 @@ struct AggregatingQueue::Impl {
         const std::uint32_t d = depth();
         stats.depth_sum += d;
         ++stats.depth_samples;
-        stats.depth_max = std::max<std::uint64_t>(stats.depth_max, d);
+        if (d > stats.depth_max) stats.depth_max = d;
         const bool mark_now = cfg.mark_depth_packets > 0 && d >= cfg.mark_depth_packets;
 
-        const bool try_merge = cfg.aggregation && a.mergeable;
-        const bool can_merge = try_merge && layout_fits(a);
+        bool can_merge = false;
         std::uint16_t arriving_contrib = 1;
-        if (try_merge) ++stats.mergeable_arrivals;
-        if (can_merge) {
-            arriving_contrib = proto::inplace::contrib_count(a.frame + a.shesha_offset);
-            bool refused = false;
-            const std::uint64_t target = find_target(a, arriving_contrib, refused);
-            if (target != UINT64_MAX) {
-                merge_into(target, a, arriving_contrib);
-                // The merged packet now carries this arrival's contribution, so it carries its mark too.
-                if (mark_now) mark(at(target));
-                return {EnqueueStatus::Merged, mark_now};
+        if (cfg.aggregation && a.mergeable) [[unlikely]] {
+            ++stats.mergeable_arrivals;
+            can_merge = layout_fits(a);
+            if (can_merge) {
+                arriving_contrib = proto::inplace::contrib_count(a.frame + a.shesha_offset);
+                bool refused = false;
+                const std::uint64_t target = find_target(a, arriving_contrib, refused);
+                if (target != UINT64_MAX) {
+                    merge_into(target, a, arriving_contrib);
+                    // The merged packet now carries this arrival's contribution, so it carries its mark too.
+                    if (mark_now) mark(at(target));
+                    return {EnqueueStatus::Merged, mark_now};
+                }
+                if (refused) ++stats.merge_refused;
             }
-            if (refused) ++stats.merge_refused;
         }
 
-        if (d >= ring.size() || bytes + a.frame_len > cfg.capacity_bytes) {
+        if (d >= ring.size() || bytes + a.frame_len > cfg.capacity_bytes) [[unlikely]] {
             ++stats.dropped;
             stats.dropped_bytes += a.frame_len;
             return {EnqueueStatus::DroppedFull, false};
         }
 
         const std::uint64_t seq = tail++;
-        Entry& e = at(seq);
-        e = Entry{};
-        e.handle = a.handle;
-        e.frame = a.frame;
-        e.frame_len = a.frame_len;
-        e.enqueued_at = now;
-        e.l3_offset = a.l3_offset;
-        e.l4_offset = a.l4_offset;
-        e.shesha_offset = a.shesha_offset;
-        if (can_merge) {
-            e.mergeable = true;
-            e.dst_ip = a.dst_ip;
-            e.model_version = a.model_version;
-            e.cluster_id = a.cluster_id;
-            e.chunk_index = a.chunk_index;
-            e.elem_count = a.elem_count;
-            e.contributions = arriving_contrib;
+        Slot& e = at(seq);
+        e = Slot{a.handle,       a.frame,       now,
+                 a.frame_len,    arriving_contrib, a.l3_offset,
+                 a.l4_offset,    a.shesha_offset,  can_merge ? kMergeable : std::uint8_t{0}};
+        if (can_merge) [[unlikely]] {
+            info_at(seq) = MergeInfo{a.dst_ip, a.model_version, a.cluster_id, a.chunk_index, a.elem_count};
             // The newest packet of a key becomes its merge target: it is the one waiting longest from now.
             index_put(make_key(a.cluster_id, a.chunk_index, a.model_version), seq);
-            e.indexed = true;
+            e.flags |= kIndexed;
         }
         bytes += a.frame_len;
         ++stats.enqueued;
@@ -271,32 +281,43 @@ struct AggregatingQueue::Impl {
         return {EnqueueStatus::Queued, mark_now};
     }
 
-    bool dequeue(std::uint64_t now, Departure& out) noexcept {
-        if (head == tail) return false;
-        const std::uint64_t seq = head;
-        Entry& e = at(seq);
-        if (e.indexed) {
-            index_erase(make_key(e.cluster_id, e.chunk_index, e.model_version), seq);
-            e.indexed = false;
+    // Removes up to max packets from the head; statistics are summed locally and stored once.
+    std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept {
+        const std::uint32_t n = std::min<std::uint32_t>(max, depth());
+        std::uint64_t out_bytes = 0;
+        std::uint64_t sojourn_sum = 0;
+        std::uint64_t sojourn_max = stats.sojourn_max_ticks;
+        const std::uint64_t mark_ticks = cfg.mark_sojourn_ticks;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::uint64_t seq = head + i;
+            Slot& e = at(seq);
+            if (e.flags & kIndexed) [[unlikely]] {
+                // Leaves the index before it is handed out: nothing merges into it any more.
+                index_erase(key_of(seq), seq);
+                e.flags &= static_cast<std::uint8_t>(~kIndexed);
+            }
+            const std::uint64_t sojourn = now > e.enqueued_at ? now - e.enqueued_at : 0;
+            if (mark_ticks > 0 && sojourn >= mark_ticks) mark(e);
+
+            Departure& d = out[i];
+            d.handle = e.handle;
+            d.frame = e.frame;
+            d.frame_len = e.frame_len;
+            d.contributions = e.contributions;
+            d.sojourn_ticks = sojourn;
+            d.marked = (e.flags & kMarked) != 0;
+
+            out_bytes += e.frame_len;
+            sojourn_sum += sojourn;
+            sojourn_max = std::max(sojourn_max, sojourn);
         }
-        const std::uint64_t sojourn = now > e.enqueued_at ? now - e.enqueued_at : 0;
-        if (cfg.mark_sojourn_ticks > 0 && sojourn >= cfg.mark_sojourn_ticks) mark(e);
-
-        out.handle = e.handle;
-        out.frame = e.frame;
-        out.frame_len = e.frame_len;
-        out.contributions = e.contributions;
-        out.sojourn_ticks = sojourn;
-        out.marked = e.marked;
-
-        ++head;
-        bytes -= e.frame_len;
-        ++stats.dequeued;
-        stats.dequeued_bytes += e.frame_len;
-        stats.sojourn_sum_ticks += sojourn;
-        stats.sojourn_max_ticks = std::max(stats.sojourn_max_ticks, sojourn);
-        e = Entry{};
-        return true;
+        head += n;
+        bytes -= out_bytes;
+        stats.dequeued += n;
+        stats.dequeued_bytes += out_bytes;
+        stats.sojourn_sum_ticks += sojourn_sum;
+        stats.sojourn_max_ticks = sojourn_max;
+        return n;
     }
 };
 
@@ -313,7 +334,13 @@ std::uint32_t AggregatingQueue::front_len() const noexcept {
     return q.head == q.tail ? 0 : q.ring[q.head & q.ring_mask].frame_len;
 }
 
-bool AggregatingQueue::dequeue(std::uint64_t now, Departure& out) noexcept { return impl_->dequeue(now, out); }
+bool AggregatingQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
+    return impl_->dequeue_burst(now, &out, 1) == 1;
+}
+
+std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept {
+    return impl_->dequeue_burst(now, out, max);
+}
 
 std::uint32_t AggregatingQueue::depth() const noexcept { return impl_->depth(); }
 

@@ -97,6 +97,9 @@ public:
     std::uint32_t front_len() const noexcept;
     // Removes the head; false if empty. Marks it if its sojourn exceeds the threshold.
     bool dequeue(std::uint64_t now, Departure& out) noexcept;
+    // Removes up to max packets from the head into out[0..n) and returns n: the same as n calls of
+    // dequeue(now, ...), with the statistics summed once per burst. For a port with no shaper.
+    std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept;
 
     std::uint32_t depth() const noexcept;        // packets waiting
     std::uint64_t depth_bytes() const noexcept;
