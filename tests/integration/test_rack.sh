@@ -164,6 +164,10 @@ congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
         gen_on h9 "$name-h9" --clusters 1 --workers 1 --worker-base 900 --chunks 4 --rate 50 --duration 6 --poison &
         pids+=($!)
     fi
+    # Live counters through DPDK telemetry while traffic flows.
+    sleep 2
+    printf '/shesha/queues,h4\n/shesha/malformed\n' | timeout 10 dpdk-telemetry.py -f "$RACK_FILE_PREFIX" \
+        > "$WORK/$name.telemetry.txt" 2>&1 || true
     local p; for p in "${pids[@]}"; do wait "$p" || fail "gen $p exited non-zero"; done
     wait $sink_pid
     stop_switch
@@ -183,6 +187,10 @@ check "congested: every gradient sent reached the switch" "j('$S', 'gradients.va
 # also carries a few ARP frames, which may be tail-dropped too, hence the small slack.
 check "congested: delivered + tail-dropped = sent (within ARP slack)" \
     "abs(j('$K', 'totals.contributions') + queue('$S', 'h4')['dropped'] - ($sent + $rogue_sent)) <= 10"
+check "telemetry: /shesha/queues,h4 answered live with merges under way" \
+    "[json.loads(l) for l in open('$WORK/agg.telemetry.txt') if l.startswith('{')][0]['/shesha/queues']['merged'] > 0"
+check "telemetry: /shesha/malformed answered" \
+    "'gradients/non_member' in [json.loads(l) for l in open('$WORK/agg.telemetry.txt') if l.startswith('{')][1]['/shesha/malformed']"
 check "rogue: every rogue gradient counted as non-member ($rogue_sent)" "j('$S', 'gradients.non_member') == $rogue_sent"
 
 echo "== 4. the same load with aggregation off: more queueing and more drops"
