@@ -173,3 +173,69 @@ TEST_CASE("random churn matches a reference map", "[fdb]") {
     CHECK(table_full > 0);
     CHECK(aged > 100);
 }
+
+TEST_CASE("repeated learns and lookups within one instant stay exact", "[fdb]") {
+    // The FDB remembers its last learn and last lookup for the same `now` (a burst). Few stations,
+    // a table that fills, frequent same-instant repeats, moves, aging and static entries: every
+    // answer and counter must match a model that has no memo.
+    constexpr std::size_t kCapacity = 3;
+    constexpr std::uint64_t kAging = 4;
+    Fdb fdb(kCapacity, kAging);
+    struct Ref { std::uint16_t port; std::uint64_t seen; bool is_static; };
+    std::map<std::uint32_t, Ref> ref;
+    FdbStats want;
+    std::mt19937 rng(7);
+    std::uint64_t now = 1;
+    auto expired = [&](const Ref& r) { return !r.is_static && now > r.seen && now - r.seen > kAging; };
+    for (int step = 0; step < 20000; ++step) {
+        if (rng() % 8 == 0) now += 1 + rng() % 3;
+        const std::uint32_t id = rng() % 5;
+        const std::uint16_t port = static_cast<std::uint16_t>(rng() % 3);
+        const int op = static_cast<int>(rng() % 100);
+        if (op < 50) {
+            fdb.learn(mac(id), port, now);
+            auto it = ref.find(id);
+            if (it != ref.end()) {
+                if (!it->second.is_static) {
+                    if (expired(it->second)) ++want.learned;
+                    else if (it->second.port != port) ++want.moved;
+                    it->second = {port, now, false};
+                }
+            } else if (ref.size() < kCapacity) {
+                ref[id] = {port, now, false};
+                ++want.learned;
+            } else {
+                ++want.table_full;
+            }
+        } else if (op < 51 && id == 0) {  // one station may become static; the rest keep churning
+            if (ref.count(id) != 0 || ref.size() < kCapacity) {
+                REQUIRE(fdb.add_static(mac(id), port));
+                ref[id] = {port, 0, true};
+            }
+        } else if (op < 56) {
+            std::size_t expect = 0;
+            for (auto it = ref.begin(); it != ref.end();) {
+                if (expired(it->second)) {
+                    it = ref.erase(it);
+                    ++expect;
+                } else {
+                    ++it;
+                }
+            }
+            REQUIRE(fdb.age(now) == expect);
+            want.aged_out += expect;
+        }
+        const std::uint32_t q = rng() % 5;
+        auto it = ref.find(q);
+        const std::uint16_t expect_port = (it != ref.end() && !expired(it->second)) ? it->second.port : kNoPort;
+        REQUIRE(fdb.lookup(mac(q), now) == expect_port);
+        REQUIRE(fdb.stats().learned == want.learned);
+        REQUIRE(fdb.stats().moved == want.moved);
+        REQUIRE(fdb.stats().table_full == want.table_full);
+        REQUIRE(fdb.stats().aged_out == want.aged_out);
+    }
+    CHECK(want.learned > 100);
+    CHECK(want.moved > 100);
+    CHECK(want.table_full > 100);
+    CHECK(want.aged_out > 50);
+}

@@ -4,14 +4,18 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 namespace shesha::core {
 namespace {
 
+// The MAC as a 48-bit big-endian number: two loads and two byte swaps instead of a byte loop.
 std::uint64_t mac_to_u64(const Mac& m) noexcept {
-    std::uint64_t v = 0;
-    for (std::uint8_t b : m) v = (v << 8) | b;
-    return v;
+    std::uint32_t hi;
+    std::uint16_t lo;
+    std::memcpy(&hi, m.data(), sizeof hi);
+    std::memcpy(&lo, m.data() + 4, sizeof lo);
+    return (std::uint64_t{__builtin_bswap32(hi)} << 16) | __builtin_bswap16(lo);
 }
 
 }  // namespace
@@ -19,6 +23,13 @@ std::uint64_t mac_to_u64(const Mac& m) noexcept {
 Fdb::Fdb(std::size_t capacity, std::uint64_t aging_ticks)
     : table_(std::bit_ceil(std::max<std::size_t>(capacity * 2, 2))), capacity_(capacity),
       aging_ticks_(aging_ticks) {}
+
+// Any change that can alter which entry a MAC maps to, its port or whether it has expired drops
+// both memos. A refresh of an unexpired entry on the same port changes none of that.
+void Fdb::forget_memos() noexcept {
+    learned_.valid = false;
+    looked_up_.valid = false;
+}
 
 std::size_t Fdb::home_slot(const Mac& mac) const noexcept {
     // Fibonacci hashing: the multiply spreads vendor-prefix-heavy MACs over the high bits.
@@ -54,9 +65,11 @@ void Fdb::erase_slot(std::size_t slot) noexcept {
     }
     table_[hole] = Entry{};
     --size_;
+    forget_memos();
 }
 
 bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
+    forget_memos();
     const std::size_t found = find_slot(mac);
     if (found != table_.size()) {
         table_[found].port = port;
@@ -73,6 +86,8 @@ bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
 }
 
 void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
+    // Same station, same port, same now as the last learn: it would only rewrite last_seen = now.
+    if (learned_.valid && learned_.now == now && learned_.port == port && learned_.mac == mac) return;
     if (is_multicast(mac)) return;  // a multicast source is bogus; never learn it
     const std::size_t mask = table_.size() - 1;
     std::size_t i = home_slot(mac);
@@ -80,15 +95,21 @@ void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept 
         Entry& e = table_[i];
         if (!e.used) break;
         if (e.mac != mac) continue;
-        if (e.is_static) return;
+        if (e.is_static) {
+            learned_ = Memo{mac, port, true, now};  // static entries ignore learning: so will repeats
+            return;
+        }
         if (expired(e, now)) {
             // Aged but not yet swept: a fresh learning, not a move.
             ++stats_.learned;
+            looked_up_.valid = false;
         } else if (e.port != port) {
             ++stats_.moved;
+            looked_up_.valid = false;
         }
         e.port = port;
         e.last_seen = now;
+        learned_ = Memo{mac, port, true, now};
         return;
     }
     if (size_ >= capacity_) {
@@ -98,12 +119,16 @@ void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept 
     table_[i] = Entry{mac, port, true, false, now};
     ++size_;
     ++stats_.learned;
+    looked_up_.valid = false;
+    learned_ = Memo{mac, port, true, now};
 }
 
 std::uint16_t Fdb::lookup(const Mac& mac, std::uint64_t now) const noexcept {
+    if (looked_up_.valid && looked_up_.now == now && looked_up_.mac == mac) return looked_up_.port;
     const std::size_t i = find_slot(mac);
-    if (i == table_.size() || expired(table_[i], now)) return kNoPort;
-    return table_[i].port;
+    const std::uint16_t port = (i == table_.size() || expired(table_[i], now)) ? kNoPort : table_[i].port;
+    looked_up_ = Memo{mac, port, true, now};
+    return port;
 }
 
 std::size_t Fdb::age(std::uint64_t now) noexcept {

@@ -44,6 +44,16 @@ private:
         bool is_static = false;
         std::uint64_t last_seen = 0;
     };
+    // One-entry memos: a burst of frames mostly comes from and goes to the same stations at the
+    // same `now`, and repeating a learn or a lookup of the same MAC at the same now is exact to
+    // skip until the table changes (see fdb.cpp for what invalidates them).
+    struct Memo {
+        Mac mac{};
+        std::uint16_t port = kNoPort;
+        bool valid = false;
+        std::uint64_t now = 0;
+    };
+    void forget_memos() noexcept;
     std::size_t home_slot(const Mac& mac) const noexcept;
     std::size_t find_slot(const Mac& mac) const noexcept;  // table_.size() if absent
     void erase_slot(std::size_t slot) noexcept;
@@ -54,6 +64,8 @@ private:
     std::size_t size_ = 0;
     std::uint64_t aging_ticks_;
     FdbStats stats_;
+    Memo learned_;             // last learn that left mac -> port in the table at `now`
+    mutable Memo looked_up_;   // last lookup and its answer at `now`
 };
 
 inline bool is_multicast(const Mac& m) noexcept { return (m[0] & 1u) != 0; }
