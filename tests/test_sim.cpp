@@ -1,0 +1,191 @@
+// shesha-sim: hand-checked small cases, determinism, FIFO vs merging under overload,
+// conservation of contributions, strict scenario keys.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "sim_config.h"
+#include "simulator.h"
+
+using namespace shesha::sim;
+
+namespace {
+
+Summary run(const Scenario& s) {
+    Simulator sim(s);
+    return sim.run();
+}
+
+// 3 workers of one cluster under one ToR, one chunk of 64 elements per update, everyone starts at
+// t = 0 with no jitter; the learner's 10 GbE port is the slow link (hosts have 100 GbE).
+Scenario three_workers(bool aggregation, std::uint32_t updates, std::uint32_t version_tolerance = 0) {
+    return load_scenario(
+        "seed: 7\nduration_ms: 1\n"
+        "topology: {kind: tor}\n"
+        "workload: {clusters: 1, workers_per_cluster: 3, chunks: 1, chunk_elems: 64, compute_us: 100, jitter: 0,"
+        " start_together: true, max_updates: " + std::to_string(updates) + "}\n"
+        "links: {host_gbps: 100, learner_gbps: 10, prop_ns: 500}\n"
+        "queue: {aggregation: " + std::string(aggregation ? "true" : "false") +
+        ", mark_depth_packets: 0, version_tolerance: " + std::to_string(version_tolerance) + "}\n"
+        "transport: {window_control: false, switch_feedback: false}\n",
+        "test");
+}
+
+std::string row_without_wall_time(const Scenario& s, Summary r) {
+    r.wall_s = 0;
+    r.packets_per_wall_s = 0;
+    return summary_csv_row("x", s, r) + cluster_csv("x", r);
+}
+
+}  // namespace
+
+TEST_CASE("three workers, one slow link: merges, departures and contributions as computed by hand") {
+    // Frame: 42 B Ethernet/IPv4/UDP + 48 B header + 256 B payload = 346 B; wire cost 370 B.
+    // Each host serializes its chunk in 30 ns (100 GbE), all three reach the ToR at 530 ns in worker
+    // order. w0 finds the port idle and starts transmitting at once (it left the queue), w1 finds
+    // an empty queue and waits, w2 merges into w1. So 1 merge and 2 departures, carrying 1 and 2
+    // contributions.
+    const Summary r = run(three_workers(true, 1));
+    const HopSummary& port = r.hops[static_cast<int>(HopLevel::LearnerPort)];
+    CHECK(port.ports == 1);
+    CHECK(port.arrivals == 3);
+    CHECK(port.merges == 1);
+    CHECK(port.departures == 2);
+    CHECK(port.bytes_saved == 346);
+    CHECK(port.depth_max == 1);  // w2 found w1 waiting
+    CHECK(port.drops == 0);
+    CHECK(r.chunks_sent == 3);
+    CHECK(r.contributions_sent == 3);
+    CHECK(r.contributions_applied == 3);
+    CHECK(r.contributions_dropped == 0);
+    REQUIRE(r.per_cluster.size() == 1);
+    CHECK(r.per_cluster[0].chunks_applied == 2);
+    CHECK(r.per_cluster[0].bottleneck_bytes == 2 * 346);
+    CHECK(r.per_cluster[0].learner_version == 2);  // K = 1: every chunk completes a version
+    CHECK(r.verify_failures == 0);
+    CHECK(r.learner_rejects == 0);
+    // Host NICs: one chunk each, never merging (aggregation is off at hosts).
+    CHECK(r.hops[static_cast<int>(HopLevel::HostNic)].departures == 3);
+    CHECK(r.hops[static_cast<int>(HopLevel::HostNic)].merges == 0);
+    // The learner gets w0's chunk (base version 0) at version 0, then the merged one (base 0) at
+    // version 1: staleness 0 and 1.
+    CHECK(r.staleness_max == 1);
+    CHECK(r.staleness_mean == Approx(0.5));
+    // The merged packet waited for w0's transmission at 10 GbE: 2960 bits = 296 ns.
+    CHECK(port.sojourn_max_us == Approx(0.296));
+    // Credits: w0's chunk completed version 1 -> w0 gets a unit with learner_version 1. The merged
+    // chunk (named w1, MERGED, 2 contributions) completed version 2 -> w1 gets its unit and the one
+    // spread unit goes round robin from cursor 0 to w0 (not w2). So the second round computes on
+    // versions w0: 2, w1: 2, w2: 0.
+}
+
+TEST_CASE("three workers, second round: the planner's round robin decides what merges") {
+    // Round 2 (100 us later, the network long drained): w0 is on the wire, w1 (version 2) waits,
+    // w2 (version 0, it got no credit) cannot merge into w1 with version tolerance 0: no merge.
+    const Summary strict = run(three_workers(true, 2, 0));
+    const HopSummary& p0 = strict.hops[static_cast<int>(HopLevel::LearnerPort)];
+    CHECK(p0.merges == 1);
+    CHECK(p0.departures == 5);
+    CHECK(strict.contributions_applied == 6);
+    CHECK(strict.per_cluster[0].chunks_applied == 5);
+    // With tolerance 2, w2's version-0 chunk merges into w1's version-2 chunk (nearest version
+    // first: 0, then 1, then 2), and the merged chunk keeps the minimum version 0.
+    const Summary loose = run(three_workers(true, 2, 2));
+    const HopSummary& p2 = loose.hops[static_cast<int>(HopLevel::LearnerPort)];
+    CHECK(p2.merges == 2);
+    CHECK(p2.departures == 4);
+    CHECK(loose.contributions_applied == 6);
+    // Round 2's chunks: w0's (base 2) arrives at learner version 2; the merged one (base 0) at 3.
+    CHECK(loose.staleness_max == 3);
+}
+
+TEST_CASE("three workers, FIFO arm: no merges, every chunk departs") {
+    const Summary r = run(three_workers(false, 2));
+    const HopSummary& port = r.hops[static_cast<int>(HopLevel::LearnerPort)];
+    CHECK(port.merges == 0);
+    CHECK(port.departures == 6);
+    CHECK(port.depth_max == 1);  // w0 is already on the wire when w1 and w2 arrive
+    CHECK(r.contributions_applied == 6);
+    CHECK(r.per_cluster[0].chunks_applied == 6);
+}
+
+TEST_CASE("deterministic for a seed; another seed differs") {
+    const Scenario a = load_scenario(
+        "seed: 11\nduration_ms: 3\ntopology: {kind: leaf_spine, leaves: 3, spines: 2}\n"
+        "workload: {clusters: 3, workers_per_cluster: 8, chunks: 4, chunk_elems: 128, compute_us: 200, jitter: 0.3}\n"
+        "links: {learner_gbps: 10, fabric_gbps: 25}\n",
+        "test");
+    Simulator s1(a), s2(a);
+    const Summary r1 = s1.run();
+    const Summary r2 = s2.run();
+    CHECK(row_without_wall_time(a, r1) == row_without_wall_time(a, r2));
+    CHECK(series_csv("x", s1.series()) == series_csv("x", s2.series()));
+    Scenario b = a;
+    b.seed = 12;
+    CHECK(row_without_wall_time(b, run(b)) != row_without_wall_time(b, r1));
+}
+
+TEST_CASE("under overload the FIFO arm drops more than the merging arm") {
+    // 2 clusters x 32 workers x 8 chunks of 1114 B every 100 us: about 23 Gbit/s offered per
+    // cluster to a 10 GbE learner port.
+    const std::string base =
+        "seed: 3\nduration_ms: 5\n"
+        "workload: {clusters: 2, workers_per_cluster: 32, chunks: 8, chunk_elems: 256, compute_us: 100, jitter: 0.2}\n"
+        "links: {host_gbps: 100, learner_gbps: 10}\n"
+        "transport: {window_control: false, switch_feedback: false}\n";
+    const Summary fifo = run(load_scenario(base + "queue: {aggregation: false, capacity_packets: 128}\n", "test"));
+    const Summary merge = run(load_scenario(base + "queue: {aggregation: true, capacity_packets: 128}\n", "test"));
+    CHECK(fifo.merges == 0);
+    CHECK(fifo.drops > 0);
+    CHECK(merge.merges > 0);
+    CHECK(fifo.drops > merge.drops);
+    CHECK(fifo.contributions_dropped > merge.contributions_dropped);
+    CHECK(merge.contributions_applied > fifo.contributions_applied);
+    for (const Summary* r : {&fifo, &merge}) {
+        CHECK(r->contributions_sent == r->contributions_applied + r->contributions_dropped);
+        CHECK(r->verify_failures == 0);
+    }
+}
+
+TEST_CASE("conservation of contributions with drops, window control and feedback on leaf-spine") {
+    const Scenario s = load_scenario(
+        "seed: 5\nduration_ms: 4\ntopology: {kind: leaf_spine, leaves: 4, spines: 2}\n"
+        "workload: {clusters: 4, workers_per_cluster: 16, chunks: 8, chunk_elems: 256, compute_us: 100}\n"
+        "links: {learner_gbps: 10, fabric_gbps: 40}\n"
+        "queue: {capacity_packets: 16, mark_depth_packets: 4}\n"
+        "transport: {window_control: true, switch_feedback: true, w_init: 8, credit_timeout_us: 500}\n",
+        "test");
+    const Summary r = run(s);
+    CHECK(r.drops > 0);  // so the identity below is tested with losses
+    CHECK(r.contributions_sent == r.contributions_applied + r.contributions_dropped);
+    CHECK(r.feedback_sent > 0);
+    CHECK(r.sender_merges > 0);
+    CHECK(r.hops[static_cast<int>(HopLevel::LeafUplink)].merges > 0);
+    CHECK(r.hops[static_cast<int>(HopLevel::LearnerPort)].merges > 0);
+    CHECK(r.verify_failures == 0);
+    CHECK(r.learner_rejects == 0);
+    CHECK(r.jain_fairness > 0);
+    CHECK(r.jain_fairness <= 1.0);
+}
+
+TEST_CASE("scenario keys are strict and errors name the key") {
+    auto error_of = [](const std::string& yaml, std::vector<std::string> overrides = {}) {
+        try {
+            (void)load_scenario(yaml, "f.yaml", overrides);
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK_THAT(error_of("queue: {capacty_packets: 4}\n"), Catch::Contains("unknown key 'queue.capacty_packets'"));
+    CHECK_THAT(error_of("queue: {capacity_packets: -4}\n"), Catch::Contains("'queue.capacity_packets'"));
+    CHECK_THAT(error_of("links: {host_gbps: fast}\n"), Catch::Contains("expected a number"));
+    CHECK_THAT(error_of("topology: {kind: ring}\n"), Catch::Contains("expected tor or leaf_spine"));
+    CHECK_THAT(error_of("", {"workload.clusters=0"}), Catch::Contains("'workload.clusters'"));
+    CHECK_THAT(error_of("", {"nope=1"}), Catch::Contains("unknown key 'nope'"));
+    CHECK_THAT(error_of("transport: {w_min: 8, w_init: 4}\n"), Catch::Contains("w_init"));
+    const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
+    CHECK(s.clusters == 5);
+    CHECK_FALSE(s.aggregation);
+}

@@ -1,0 +1,201 @@
+// Strict scenario reader. The YAML tree is flattened to "section.key" -> scalar text, overrides
+// replace entries of that map, and every entry is then parsed by the one schema table below, so a
+// file key and a --set override share names, types, ranges and error messages.
+#include "sim_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace shesha::sim {
+namespace {
+
+struct FlatValue {
+    std::string text;
+    std::string where;  // "file:line" or "--set"
+};
+
+[[noreturn]] void fail(const std::string& key, const FlatValue& v, const std::string& what) {
+    throw ConfigError(fmt::format("{}: key '{}': {} (got '{}')", v.where, key, what, v.text));
+}
+
+std::uint64_t parse_uint(const std::string& key, const FlatValue& v, std::uint64_t lo, std::uint64_t hi) {
+    std::uint64_t x = 0;
+    const char* b = v.text.data();
+    const char* e = b + v.text.size();
+    auto [p, ec] = std::from_chars(b, e, x);
+    if (ec != std::errc{} || p != e || v.text.empty()) fail(key, v, "expected an unsigned integer");
+    if (x < lo || x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
+    return x;
+}
+
+double parse_double(const std::string& key, const FlatValue& v, double lo, double hi) {
+    double x = 0;
+    const char* b = v.text.data();
+    const char* e = b + v.text.size();
+    auto [p, ec] = std::from_chars(b, e, x);
+    if (ec != std::errc{} || p != e || v.text.empty() || !std::isfinite(x)) fail(key, v, "expected a number");
+    if (x < lo || x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
+    return x;
+}
+
+bool parse_bool(const std::string& key, const FlatValue& v) {
+    if (v.text == "true" || v.text == "on" || v.text == "yes") return true;
+    if (v.text == "false" || v.text == "off" || v.text == "no") return false;
+    fail(key, v, "expected true or false");
+}
+
+using Setter = std::function<void(Scenario&, const std::string&, const FlatValue&)>;
+
+template <typename T>
+Setter uint_field(T Scenario::*field, std::uint64_t lo, std::uint64_t hi) {
+    return [=](Scenario& s, const std::string& k, const FlatValue& v) { s.*field = static_cast<T>(parse_uint(k, v, lo, hi)); };
+}
+Setter double_field(double Scenario::*field, double lo, double hi) {
+    return [=](Scenario& s, const std::string& k, const FlatValue& v) { s.*field = parse_double(k, v, lo, hi); };
+}
+Setter bool_field(bool Scenario::*field) {
+    return [=](Scenario& s, const std::string& k, const FlatValue& v) { s.*field = parse_bool(k, v); };
+}
+
+const std::map<std::string, Setter>& schema() {
+    static const std::map<std::string, Setter> table = {
+        {"seed", uint_field(&Scenario::seed, 0, UINT64_MAX)},
+        {"duration_ms", double_field(&Scenario::duration_ms, 0.001, 60'000)},
+        {"topology.kind",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             if (v.text == "tor") s.topology = TopologyKind::Tor;
+             else if (v.text == "leaf_spine") s.topology = TopologyKind::LeafSpine;
+             else fail(k, v, "expected tor or leaf_spine");
+         }},
+        {"topology.shared_bottleneck", bool_field(&Scenario::shared_bottleneck)},
+        {"topology.leaves", uint_field(&Scenario::leaves, 1, 1024)},
+        {"topology.spines", uint_field(&Scenario::spines, 1, 1024)},
+        {"workload.clusters", uint_field(&Scenario::clusters, 1, 4096)},
+        {"workload.workers_per_cluster", uint_field(&Scenario::workers_per_cluster, 1, 65536)},
+        {"workload.compute_us", double_field(&Scenario::compute_us, 0.001, 1e7)},
+        {"workload.jitter", double_field(&Scenario::jitter, 0, 1)},
+        {"workload.chunks", uint_field(&Scenario::chunks, 1, 4096)},
+        {"workload.chunk_elems", uint_field(&Scenario::chunk_elems, 2, 2048)},
+        {"workload.max_updates", uint_field(&Scenario::max_updates, 0, UINT32_MAX)},
+        {"workload.start_together", bool_field(&Scenario::start_together)},
+        {"links.host_gbps", double_field(&Scenario::host_gbps, 0.001, 10'000)},
+        {"links.fabric_gbps", double_field(&Scenario::fabric_gbps, 0.001, 10'000)},
+        {"links.learner_gbps", double_field(&Scenario::learner_gbps, 0.001, 10'000)},
+        {"links.prop_ns", double_field(&Scenario::prop_ns, 0, 1e9)},
+        {"queue.aggregation", bool_field(&Scenario::aggregation)},
+        {"queue.capacity_packets", uint_field(&Scenario::capacity_packets, 1, 1u << 20)},
+        {"queue.capacity_bytes", uint_field(&Scenario::capacity_bytes, 9100, 1ull << 34)},
+        {"queue.mark_depth_packets", uint_field(&Scenario::mark_depth_packets, 0, 1u << 20)},
+        {"queue.version_tolerance", uint_field(&Scenario::version_tolerance, 0, 16)},
+        {"queue.host_capacity_packets", uint_field(&Scenario::host_capacity_packets, 1, 1u << 20)},
+        {"transport.window_control", bool_field(&Scenario::window_control)},
+        {"transport.switch_feedback", bool_field(&Scenario::switch_feedback)},
+        {"transport.w_init", double_field(&Scenario::w_init, 1, 1e6)},
+        {"transport.w_min", double_field(&Scenario::w_min, 1, 1e6)},
+        {"transport.w_max", double_field(&Scenario::w_max, 1, 1e6)},
+        {"transport.credit_timeout_us", double_field(&Scenario::credit_timeout_us, 0, 1e9)},
+        {"transport.feedback_interval_us", double_field(&Scenario::feedback_interval_us, 0, 1e9)},
+        {"output.sample_us", double_field(&Scenario::sample_us, 0.1, 1e9)},
+        {"output.pool_max_packets", uint_field(&Scenario::pool_max_packets, 1024, 1u << 26)},
+    };
+    return table;
+}
+
+void flatten(const YAML::Node& node, const std::string& prefix, const std::string& source,
+             std::map<std::string, FlatValue>& out) {
+    for (const auto& pair : node) {
+        const std::string key = pair.first.Scalar();
+        const std::string path = prefix.empty() ? key : prefix + "." + key;
+        const YAML::Node& value = pair.second;
+        const std::string where = fmt::format("{}:{}", source, pair.first.Mark().line + 1);
+        if (value.IsMap()) {
+            if (!prefix.empty()) throw ConfigError(fmt::format("{}: key '{}': sections nest one level only", where, path));
+            flatten(value, path, source, out);
+        } else if (value.IsScalar()) {
+            out[path] = FlatValue{value.Scalar(), where};
+        } else {
+            throw ConfigError(fmt::format("{}: key '{}': expected a value or a section, got {}", where, path,
+                                          value.IsNull() ? "nothing" : "a list"));
+        }
+    }
+}
+
+std::string known_keys_near(const std::string& key) {
+    const std::string section = key.substr(0, key.find('.'));
+    std::string list;
+    for (const auto& [name, setter] : schema()) {
+        if (name.rfind(section + ".", 0) == 0 || (key.find('.') == std::string::npos && name.find('.') == std::string::npos)) {
+            list += list.empty() ? name : ", " + name;
+        }
+    }
+    if (list.empty()) {
+        for (const auto& [name, setter] : schema()) {
+            const std::string s = name.substr(0, name.find('.'));
+            if (list.find(s) == std::string::npos) list += list.empty() ? s : ", " + s;
+        }
+        return "known sections and keys: " + list;
+    }
+    return "known keys here: " + list;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& yaml_text, const std::string& source,
+                       const std::vector<std::string>& overrides) {
+    std::map<std::string, FlatValue> flat;
+    YAML::Node root;
+    try {
+        root = YAML::Load(yaml_text);
+    } catch (const YAML::Exception& e) {
+        throw ConfigError(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+    }
+    if (root.IsMap()) {
+        flatten(root, "", source, flat);
+    } else if (!root.IsNull()) {
+        throw ConfigError(fmt::format("{}: expected a mapping of sections at the top level", source));
+    }
+    for (const std::string& o : overrides) {
+        const auto eq = o.find('=');
+        if (eq == std::string::npos || eq == 0) throw ConfigError(fmt::format("--set '{}': expected key=value", o));
+        flat[o.substr(0, eq)] = FlatValue{o.substr(eq + 1), "--set"};
+    }
+
+    Scenario s;
+    for (const auto& [key, value] : flat) {
+        const auto it = schema().find(key);
+        if (it == schema().end()) throw ConfigError(fmt::format("{}: unknown key '{}' ({})", value.where, key, known_keys_near(key)));
+        it->second(s, key, value);
+    }
+    // Cross-field checks.
+    auto bad = [](const std::string& what) { throw ConfigError("scenario: " + what); };
+    if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
+    if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
+    if (std::uint64_t{s.chunks} * s.chunk_elems > UINT32_MAX) bad("workload.chunks * chunk_elems is too large");
+    if (s.clusters > 65535) bad("workload.clusters must fit a 16-bit cluster id");
+    if (std::uint64_t{s.clusters} * s.workers_per_cluster > (1u << 20)) bad("more than 2^20 workers in total");
+    return s;
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+    std::ifstream in(path);
+    if (!in) throw ConfigError(fmt::format("{}: cannot open", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return load_scenario(ss.str(), path, overrides);
+}
+
+std::string arm_name(const Scenario& s) {
+    std::string n = s.aggregation ? "merge" : "fifo";
+    if (s.window_control) n += s.switch_feedback ? "+window+fb" : "+window";
+    return n;
+}
+
+}  // namespace shesha::sim

@@ -1,0 +1,79 @@
+// shesha-sim scenario: what to simulate (topology, workload, links, queues, transport, output).
+// Read from YAML with strict keys (an unknown key, a wrong type or an out-of-range value is an
+// error naming the key path), then CLI overrides `--set path=value` are applied to the same tree
+// before validation, so an override is checked exactly like a key in the file.
+// The schema is documented in configs/sim-tor.yaml and docs/simulation.md.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shesha::sim {
+
+struct ConfigError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+enum class TopologyKind : std::uint8_t { Tor, LeafSpine };
+
+struct Scenario {
+    std::uint64_t seed = 1;
+    double duration_ms = 50;         // workers generate updates in [0, duration); then the network drains
+
+    // topology
+    TopologyKind topology = TopologyKind::Tor;
+    bool shared_bottleneck = false;  // one learner-facing port for all clusters instead of one per cluster
+    std::uint32_t leaves = 4;        // leaf_spine: leaves holding workers (learners sit under one more leaf)
+    std::uint32_t spines = 2;
+
+    // workload
+    std::uint32_t clusters = 4;
+    std::uint32_t workers_per_cluster = 16;
+    double compute_us = 1000;        // T_compute: mean time between a worker's updates
+    double jitter = 0.1;             // each interval is uniform in compute * [1 - jitter, 1 + jitter]
+    std::uint32_t chunks = 8;        // K chunks per update
+    std::uint32_t chunk_elems = 256; // fp32 elements per chunk
+    std::uint32_t max_updates = 0;   // per worker; 0 = until duration
+    bool start_together = false;     // first update at t = 0 for everyone (else uniform in [0, compute))
+
+    // links (Gbit/s, propagation delay per link)
+    double host_gbps = 100;          // worker NIC -> first switch
+    double fabric_gbps = 100;        // leaf <-> spine links (leaf_spine)
+    double learner_gbps = 10;        // last switch -> learner (the bottleneck)
+    double prop_ns = 500;
+
+    // queues
+    bool aggregation = true;         // merging at every switch egress port (false: FIFO arm)
+    std::uint32_t capacity_packets = 512;
+    std::uint64_t capacity_bytes = 4u << 20;
+    std::uint32_t mark_depth_packets = 32;  // 0 disables marking
+    std::uint32_t version_tolerance = 0;
+    std::uint32_t host_capacity_packets = 256;  // worker NIC queue (plain FIFO)
+
+    // transport
+    bool window_control = true;      // false: CreditSender window pinned wide open
+    bool switch_feedback = true;     // switch -> sender FEEDBACK on marks (rate limited)
+    double w_init = 8;
+    double w_min = 1;
+    double w_max = 64;
+    double credit_timeout_us = 5000;
+    double feedback_interval_us = 50;  // FeedbackLimiter: per sender
+
+    // output
+    double sample_us = 100;          // time-series and AoM sampling period
+    std::uint32_t pool_max_packets = 1u << 20;  // packet pool ceiling; beyond it arrivals are dropped (counted)
+};
+
+// Parses YAML text (source names it in messages) and applies overrides ("a.b=value"), then
+// validates. Throws ConfigError naming the key.
+Scenario load_scenario(const std::string& yaml_text, const std::string& source,
+                       const std::vector<std::string>& overrides = {});
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Human-readable one-line description of the arm ("merge+window", "fifo", ...).
+std::string arm_name(const Scenario& s);
+
+}  // namespace shesha::sim
