@@ -58,8 +58,8 @@ struct Event {
     std::uint8_t flags = 0;
     std::uint32_t index = 0;  // worker or port
     Packet* packet = nullptr;
-    proto::CreditBody credit{};
-    proto::FeedbackBody feedback{};
+    proto::CreditBody credit{};  // Credit events; a Feedback event's body is in feedback_bodies[index2]
+    std::uint32_t index2 = 0;
 };
 struct Later {
     bool operator()(const Event& a, const Event& b) const noexcept {
@@ -130,7 +130,11 @@ struct Simulator::Impl {
     std::vector<Packet*> free_packets;
     std::uint64_t pool_size = 0;
 
-    std::vector<float> scratch_gradient;  // one update, filled per worker
+    // A worker's update is pattern::fill(cluster, chunk, worker), which depends on the worker only
+    // through its weight 1 + w % 4: filled once per (cluster, weight) and offered from here.
+    std::vector<std::vector<float>> gradients;  // [cluster * 4 + w % 4]
+    std::vector<proto::FeedbackBody> feedback_bodies;  // bodies of scheduled FEEDBACK events
+    std::vector<std::uint32_t> free_feedback;
     std::vector<float> scratch_payload;   // an aligned copy of a received payload
     transport::ChunkLayout layout;
 
@@ -145,7 +149,14 @@ struct Simulator::Impl {
           rng_state(s.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {
         layout = *transport::make_layout(s.chunks * s.chunk_elems, s.chunk_elems);
         frame_capacity = (frame::kUdpPayloadOffset + proto::kHeaderSize + s.chunk_elems * sizeof(float) + 63) & ~std::size_t{63};
-        scratch_gradient.resize(layout.model_elems);
+        gradients.resize(std::size_t{s.clusters} * 4);
+        for (std::uint32_t c = 0; c < s.clusters; ++c)
+            for (std::uint32_t q = 0; q < 4; ++q) {
+                std::vector<float>& g = gradients[c * 4 + q];
+                g.resize(layout.model_elems);
+                for (std::uint16_t k = 0; k < layout.chunk_count; ++k)
+                    pattern::fill(g.data() + layout.offset(k), layout.elems_in(k), static_cast<std::uint16_t>(c), k, q);
+            }
         scratch_payload.resize(s.chunk_elems);
         build_topology();
     }
@@ -375,17 +386,28 @@ struct Simulator::Impl {
         if (worker >= workers.size()) return;
         const Port& port = ports[port_id];
         const core::QueueStats& st = port.queue->stats();
+        std::uint32_t slot;
+        if (free_feedback.empty()) {
+            slot = static_cast<std::uint32_t>(feedback_bodies.size());
+            feedback_bodies.emplace_back();  // grows to the peak number of FEEDBACKs in flight, then reused
+        } else {
+            slot = free_feedback.back();
+            free_feedback.pop_back();
+        }
+        proto::FeedbackBody& fb = feedback_bodies[slot];
+        fb = proto::FeedbackBody{};
         Event e;
         e.type = EventType::Feedback;
         e.index = worker;
-        e.feedback.port_id = static_cast<std::uint16_t>(port_id);
-        e.feedback.queue_capacity = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->capacity(), 0xFFFF));
-        e.feedback.queue_depth = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->depth(), 0xFFFF));
-        e.feedback.mark_permille = static_cast<std::uint16_t>(std::lround(port.mark_ewma * 1000));
-        e.feedback.queue_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.queue->depth_bytes(), UINT32_MAX));
-        e.feedback.merge_permille = static_cast<std::uint16_t>(
+        e.index2 = slot;
+        fb.port_id = static_cast<std::uint16_t>(port_id);
+        fb.queue_capacity = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->capacity(), 0xFFFF));
+        fb.queue_depth = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->depth(), 0xFFFF));
+        fb.mark_permille = static_cast<std::uint16_t>(std::lround(port.mark_ewma * 1000));
+        fb.queue_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.queue->depth_bytes(), UINT32_MAX));
+        fb.merge_permille = static_cast<std::uint16_t>(
             st.mergeable_arrivals ? st.merged * 1000 / st.mergeable_arrivals : 0);
-        e.feedback.drops = static_cast<std::uint32_t>(st.dropped);
+        fb.drops = static_cast<std::uint32_t>(st.dropped);
         // Uncongested return path: one propagation delay per link back to the worker.
         e.t = now + std::uint64_t{port.hop_index} * port.prop_ns;
         schedule(e);
@@ -415,9 +437,7 @@ struct Simulator::Impl {
     void on_compute(std::uint32_t w) {
         Worker& wk = workers[w];
         wk.sender->on_timeout(now);
-        for (std::uint16_t k = 0; k < layout.chunk_count; ++k)
-            pattern::fill(scratch_gradient.data() + layout.offset(k), layout.elems_in(k), wk.cluster, k, w);
-        wk.sender->offer_update(wk.sender->learner_version(), now, scratch_gradient);
+        wk.sender->offer_update(wk.sender->learner_version(), now, gradients[std::size_t{wk.cluster} * 4 + w % 4]);
         ++wk.updates;
         try_send(w);
         schedule_next_compute(w);
@@ -529,7 +549,8 @@ struct Simulator::Impl {
                     try_send(e.index);
                     break;
                 case EventType::Feedback:
-                    if (sc.window_control) workers[e.index].sender->on_feedback(e.feedback, now);
+                    if (sc.window_control) workers[e.index].sender->on_feedback(feedback_bodies[e.index2], now);
+                    free_feedback.push_back(e.index2);
                     break;
                 case EventType::Sample: on_sample(); break;
             }

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""The shesha-sim scaling study (docs/simulation.md): runs a grid of scenarios, collects one
+summary CSV, draws the plots into docs/img/ and prints the markdown tables.
+
+  tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR]
+
+Every run is a few seconds at most; the whole grid takes about a minute or two on one core.
+"""
+import csv
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import plot_sim  # noqa: E402
+
+ARMS = {
+    "fifo": ["queue.aggregation=false", "transport.window_control=false", "transport.switch_feedback=false"],
+    "merge": ["queue.aggregation=true", "transport.window_control=false", "transport.switch_feedback=false"],
+    "fifo+window+fb": ["queue.aggregation=false", "transport.window_control=true", "transport.switch_feedback=true"],
+    "merge+window+fb": ["queue.aggregation=true", "transport.window_control=true", "transport.switch_feedback=true"],
+}
+
+# Common workload: T_compute 1 ms (10% jitter), K = 8 chunks of 256 fp32 (1114 B frames), so one
+# worker offers about 73 Mbit/s; 20 ms of generation then the drain.
+BASE = ["duration_ms=20", "workload.compute_us=1000", "workload.chunks=8", "workload.chunk_elems=256",
+        "links.host_gbps=100", "links.prop_ns=500", "queue.capacity_packets=512", "queue.mark_depth_packets=32"]
+
+
+def studies():
+    # 1. Workers: 4 clusters, each with its own learner port at 10 or 100 GbE; 16..4096 workers.
+    for gbps in (10, 100):
+        for workers in (16, 64, 256, 1024, 4096):
+            yield (f"workers-tor-{gbps}g/{workers}",
+                   ["topology.kind=tor", "workload.clusters=4", f"workload.workers_per_cluster={workers // 4}",
+                    f"links.learner_gbps={gbps}"])
+    # 2. Clusters: 32 workers each, all clusters share one 10 GbE learner-facing port.
+    for clusters in (1, 2, 4, 8, 16, 32, 64):
+        yield (f"clusters-shared-10g/{clusters}",
+               ["topology.kind=tor", "topology.shared_bottleneck=true", f"workload.clusters={clusters}",
+                "workload.workers_per_cluster=32", "links.learner_gbps=10"])
+    # 3. Leaf-spine: 16 clusters over 8 leaves and 4 spines (100 GbE fabric), 10 GbE learner ports.
+    for workers in (64, 256, 1024, 4096):
+        yield (f"workers-leafspine-10g/{workers}",
+               ["topology.kind=leaf_spine", "topology.leaves=8", "topology.spines=4", "workload.clusters=16",
+                f"workload.workers_per_cluster={workers // 16}", "links.fabric_gbps=100", "links.learner_gbps=10"])
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = argv[1]
+    out = argv[2] if len(argv) > 2 else os.path.join(build, "sim-study")
+    img = argv[3] if len(argv) > 3 else os.path.join(HERE, "..", "..", "docs", "img")
+    sim = os.path.join(build, "tools", "sim", "shesha-sim")
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(img, exist_ok=True)
+    summary = os.path.join(out, "summary.csv")
+    for name in ("summary.csv", "clusters.csv", "series.csv"):
+        if os.path.exists(os.path.join(out, name)):
+            os.remove(os.path.join(out, name))
+    t0 = time.time()
+    for label, args in studies():
+        for arm, arm_args in ARMS.items():
+            cmd = [sim, "-q", "--append", "-o", out, "-l", f"{label}/{arm}", "--set", "seed=1"]
+            for a in BASE + args + arm_args:
+                cmd += ["--set", a]
+            subprocess.run(cmd, check=True)
+    wall = time.time() - t0
+    plot_sim.plot_study(summary, img)
+    # One time series for the docs: 1024 workers, 4 clusters, 10 GbE, FIFO vs merge with window.
+    for arm in ("fifo+window+fb", "merge+window+fb"):
+        plot_sim.plot_series(os.path.join(out, "series.csv"), os.path.join(img, f"sim-series-{arm.replace('+', '-')}.png"),
+                             label=f"workers-tor-10g/1024/{arm}")
+    print_tables(summary, wall)
+    return 0
+
+
+def print_tables(summary, wall):
+    rows = list(csv.DictReader(open(summary)))
+    print(f"{len(rows)} runs in {wall:.1f} s wall\n")
+    cols = [("study/x/arm", None), ("AoM mean us", "aom_mean_us"), ("AoM peak us", "aom_peak_us"),
+            ("stale", "staleness_mean"), ("port depth", "learner_port_depth_mean"),
+            ("sojourn us", "learner_port_sojourn_mean_us"), ("merges", "merges"), ("MB saved", None),
+            ("dropped %", None), ("Jain", "jain_fairness"), ("Mhops/s", None)]
+    print("| " + " | ".join(c[0] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in rows:
+        sent = float(r["contributions_sent"]) or 1.0
+        cells = [r["label"]]
+        for name, key in cols[1:]:
+            if name == "MB saved":
+                cells.append(f"{float(r['bytes_saved']) / 1e6:.1f}")
+            elif name == "dropped %":
+                cells.append(f"{100 * float(r['contributions_dropped']) / sent:.1f}")
+            elif name == "Mhops/s":
+                cells.append(f"{float(r['packets_per_wall_s']) / 1e6:.2f}")
+            elif key in ("merges",):
+                cells.append(r[key])
+            else:
+                cells.append(f"{float(r[key]):.2f}" if float(r[key]) < 100 else f"{float(r[key]):.0f}")
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
