@@ -76,7 +76,29 @@ def main(argv):
         plot_sim.plot_series(os.path.join(out, "series.csv"), os.path.join(img, f"sim-series-{arm.replace('+', '-')}.png"),
                              label=f"workers-tor-10g/1024/{arm}")
     print_tables(summary, wall)
+    print_condensed(summary)
     return 0
+
+
+def print_condensed(summary):
+    """Per study: one row per x, for each arm 'AoM mean us / AoM peak us / dropped % / MB saved'."""
+    rows = list(csv.DictReader(open(summary)))
+    studies = {}
+    for r in rows:
+        study, x, arm = r["label"].split("/")
+        studies.setdefault(study, {}).setdefault(int(x), {})[arm] = r
+    for study, by_x in studies.items():
+        print(f"\n#### {study}\n")
+        print("| x | " + " | ".join(ARMS) + " |")
+        print("|---:|" + "---|" * len(ARMS))
+        for x in sorted(by_x):
+            cells = []
+            for arm in ARMS:
+                r = by_x[x][arm]
+                sent = float(r["contributions_sent"]) or 1.0
+                cells.append(f"{float(r['aom_mean_us']):.0f} / {float(r['aom_peak_us']):.0f} / "
+                             f"{100 * float(r['contributions_dropped']) / sent:.1f} / {float(r['bytes_saved']) / 1e6:.1f}")
+            print(f"| {x} | " + " | ".join(cells) + " |")
 
 
 def print_tables(summary, wall):
