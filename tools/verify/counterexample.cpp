@@ -1,0 +1,161 @@
+#include "counterexample.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace shesha::verify {
+namespace {
+
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        if (ch == '\n') { out += "\\n"; continue; }
+        out += ch;
+    }
+    return out + "\"";
+}
+
+template <class T> std::string list(const std::vector<T>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(static_cast<long long>(v[i]));
+    return out + "]";
+}
+
+}  // namespace
+
+std::string to_json(const Counterexample& cex) {
+    const ModelParams& m = cex.config.model;
+    std::string s = "{\n";
+    s += fmt::format("  \"property\": {},\n  \"step\": {},\n  \"what\": {},\n", quoted(cex.property), cex.step,
+                     quoted(cex.what));
+    s += "  \"model\": {";
+    s += fmt::format("\"clusters\": {}, \"horizon\": {}, \"chunks\": {}, \"elems_per_chunk\": {}, "
+                     "\"service_rate\": {}, \"max_arrivals\": {}, \"credit_delay\": {}, \"feedback_delay\": {}, "
+                     "\"feedback\": {}, \"queue_packets\": {}, \"mark_depth\": {}, \"aggregation\": {}, "
+                     "\"w_init\": {}, \"w_min\": {}, \"w_max\": {}, \"additive_increase\": {}, \"gain\": {}, "
+                     "\"alpha_init\": {}, \"congestion_threshold\": {}}},\n",
+                     m.clusters, m.horizon, m.chunks, m.elems_per_chunk, m.service_rate, m.max_arrivals,
+                     m.credit_delay, m.feedback_delay, m.feedback, m.queue_packets, m.mark_depth, m.aggregation,
+                     m.w_init, m.w_min, m.w_max, m.additive_increase, m.gain, m.alpha_init, m.congestion_threshold);
+    s += "  \"properties\": {";
+    std::string props;
+    if (cex.config.fairness)
+        props += fmt::format("\"fairness\": {{\"window\": {}, \"epsilon\": {}}}", cex.config.fairness->window,
+                             cex.config.fairness->epsilon);
+    if (cex.config.responsiveness)
+        props += fmt::format("{}\"responsiveness\": {{\"within\": {}, \"threshold\": {}}}", props.empty() ? "" : ", ",
+                             cex.config.responsiveness->within, cex.config.responsiveness->threshold);
+    if (cex.config.aom) props += fmt::format("{}\"aom\": {{\"bound\": {}}}", props.empty() ? "" : ", ", cex.config.aom->bound);
+    s += props + "},\n";
+    s += "  \"steps\": [\n";
+    for (size_t t = 0; t < cex.workload.size(); ++t) {
+        s += fmt::format("    {{\"t\": {}, \"send\": {}", t, list(cex.workload[t]));
+        if (t < cex.model_trace.size()) {
+            const auto& r = cex.model_trace[t];
+            std::vector<int> cut, marked;
+            for (bool b : r.cut) cut.push_back(b);
+            for (bool b : r.arrival_marked) marked.push_back(b);
+            std::string deps = "[";
+            for (const auto& dep : r.departures)
+                if (dep.valid)
+                    deps += fmt::format("{}[{}, {}, {}]", deps.size() > 1 ? ", " : "", dep.cluster, dep.contrib,
+                                        dep.marked ? 1 : 0);
+            deps += "]";
+            s += fmt::format(", \"model_sent\": {}, \"depth_after_arrivals\": {}, \"depth_end\": {}, \"drops\": {}, "
+                             "\"departures\": {}, \"marked_arrivals\": {}, \"cut\": {}, \"window\": {}, "
+                             "\"in_flight\": {}",
+                             list(r.sent), r.depth_after_arrivals, r.depth_end, r.drops, deps, list(marked), list(cut),
+                             list(r.window), list(r.in_flight));
+        }
+        s += t + 1 < cex.workload.size() ? "},\n" : "}\n";
+    }
+    s += "  ]\n}\n";
+    return s;
+}
+
+Counterexample counterexample_from_json(const std::string& text, const std::string& source) {
+    Counterexample cex;
+    try {
+        const YAML::Node root = YAML::Load(text);
+        cex.property = root["property"].as<std::string>();
+        cex.step = root["step"].as<int>();
+        cex.what = root["what"].as<std::string>();
+        const YAML::Node m = root["model"];
+        ModelParams& p = cex.config.model;
+        p.clusters = m["clusters"].as<int>();
+        p.horizon = m["horizon"].as<int>();
+        p.chunks = m["chunks"].as<int>();
+        p.elems_per_chunk = m["elems_per_chunk"].as<int>();
+        p.service_rate = m["service_rate"].as<int>();
+        p.max_arrivals = m["max_arrivals"].as<int>();
+        p.credit_delay = m["credit_delay"].as<int>();
+        p.feedback_delay = m["feedback_delay"].as<int>();
+        p.feedback = m["feedback"].as<bool>();
+        p.queue_packets = m["queue_packets"].as<int>();
+        p.mark_depth = m["mark_depth"].as<int>();
+        p.aggregation = m["aggregation"].as<bool>();
+        p.w_init = m["w_init"].as<int>();
+        p.w_min = m["w_min"].as<int>();
+        p.w_max = m["w_max"].as<int>();
+        p.additive_increase = m["additive_increase"].as<int>();
+        p.gain = m["gain"].as<double>();
+        p.alpha_init = m["alpha_init"].as<double>();
+        p.congestion_threshold = m["congestion_threshold"].as<int>();
+        const YAML::Node props = root["properties"];
+        if (props["fairness"])
+            cex.config.fairness = FairnessSpec{props["fairness"]["window"].as<int>(), props["fairness"]["epsilon"].as<int>()};
+        if (props["responsiveness"])
+            cex.config.responsiveness = ResponsivenessSpec{props["responsiveness"]["within"].as<int>(),
+                                                           props["responsiveness"]["threshold"].as<int>()};
+        if (props["aom"]) cex.config.aom = AomSpec{props["aom"]["bound"].as<int>()};
+        for (const auto& step : root["steps"]) cex.workload.push_back(step["send"].as<std::vector<int>>());
+        // The model's trace, for comparison with the real run.
+        for (const auto& step : root["steps"]) {
+            if (!step["depth_end"]) break;
+            StepRecord<ConcreteDomain> r;
+            for (int v : step["model_sent"].as<std::vector<int>>()) r.sent.push_back(v);
+            r.depth_after_arrivals = step["depth_after_arrivals"].as<int>();
+            r.depth_end = step["depth_end"].as<int>();
+            r.drops = step["drops"].as<int>();
+            for (const auto& dep : step["departures"])
+                r.departures.push_back({true, dep[0].as<int>(), dep[1].as<int>(), dep[2].as<int>() != 0});
+            for (int v : step["marked_arrivals"].as<std::vector<int>>()) r.arrival_marked.push_back(v != 0);
+            for (int v : step["cut"].as<std::vector<int>>()) r.cut.push_back(v != 0);
+            for (int v : step["window"].as<std::vector<int>>()) r.window.push_back(v);
+            for (int v : step["in_flight"].as<std::vector<int>>()) r.in_flight.push_back(v);
+            cex.model_trace.push_back(std::move(r));
+        }
+    } catch (const YAML::Exception& e) {
+        throw std::runtime_error(source + ": not a shesha-verify counterexample: " + e.what());
+    }
+    cex.config.source = source;
+    if (const std::string err = validate(cex.config.model); !err.empty()) throw std::runtime_error(source + ": " + err);
+    if (static_cast<int>(cex.workload.size()) != cex.config.model.horizon)
+        throw std::runtime_error(source + ": the workload has " + std::to_string(cex.workload.size()) +
+                                 " steps, the horizon is " + std::to_string(cex.config.model.horizon));
+    for (const auto& row : cex.workload)
+        if (static_cast<int>(row.size()) != cex.config.model.clusters)
+            throw std::runtime_error(source + ": a step's send list does not have one entry per cluster");
+    return cex;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(path + ": cannot read");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace shesha::verify

@@ -1,0 +1,28 @@
+// A counterexample: the parameters, the workload step by step, and the model's own trace, as
+// JSON (written by hand, read back with yaml-cpp since JSON is YAML's flow style).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model.h"
+#include "verify_config.h"
+
+namespace shesha::verify {
+
+struct Counterexample {
+    std::string property;            // "fairness", "responsiveness", "aom"
+    int step = 0;                    // where the violation shows
+    std::string what;                // human-readable statement of the violation
+    VerifyConfig config;             // resolved parameters (only what the replay needs)
+    std::vector<std::vector<int>> workload;   // [t][c]: chunks each sender sends
+    Trace<ConcreteDomain> model_trace;        // what the model predicts for that workload
+};
+
+std::string to_json(const Counterexample& cex);
+Counterexample counterexample_from_json(const std::string& text, const std::string& source);
+
+void write_file(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
+}  // namespace shesha::verify

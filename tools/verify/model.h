@@ -1,0 +1,400 @@
+// The bounded model of C CreditSenders feeding one aggregating egress queue, written ONCE over an
+// abstract value domain D so that the same code is
+//   - unrolled symbolically by Z3 (symbolic.cpp: D::I and D::B are z3::expr), and
+//   - executed concretely (ConcreteDomain below) to check the model against the real code.
+// Semantics and abstractions: docs/verification.md. Step t, in this order:
+//   A. FEEDBACK for the arrivals of cluster c marked at step t - feedback_delay (one per step),
+//   B. CREDITs, one per departure of step t - credit_delay, in departure order (CreditPlanner of a
+//      one-worker cluster: credits = contributions, ce_count = 1 if marked),
+//   C. each sender sends n_c chunks, n_c free in [0, min(max_arrivals, floor(W) - in_flight)];
+//      chunk indexes cycle 0..K-1 (what CreditSender's FIFO does when updates come as needed),
+//   D. the arrivals enter the queue interleaved round robin (1st of cluster 0, 1st of 1, ...,
+//      2nd of cluster 0, ...): merge into the waiting packet of the same (cluster, chunk), else
+//      take the tail slot, else tail drop; marked if the depth found is >= mark_depth,
+//   E. up to service_rate packets leave from the head (FIFO of slots).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "verify_config.h"
+
+namespace shesha::verify {
+
+// ---- the concrete domain: plain integers, workload and window cuts supplied from outside ----
+struct ConcreteDomain {
+    using I = std::int64_t;
+    using B = bool;
+
+    // requested[t][c]: what the workload asks each sender to send (clamped to the window bound).
+    std::vector<std::vector<int>> requested;
+    // Floor of W after each window cut, per cluster, in order (from the real sender); empty: lo.
+    std::vector<std::deque<std::int64_t>> cut_windows;
+    std::vector<std::string> issues;  // oracle exhausted, cut outside the abstraction's bounds
+
+    I lit(std::int64_t v) const { return v; }
+    B blit(bool b) const { return b; }
+    static I sel(B c, I a, I b) { return c ? a : b; }
+    static B bsel(B c, B a, B b) { return c ? a : b; }
+    I fix(I v, const std::string&) { return v; }
+    B fixb(B v, const std::string&) { return v; }
+    I choose_send(int c, int t, I upper) {
+        const std::int64_t want = t < static_cast<int>(requested.size()) && c < static_cast<int>(requested[t].size())
+                                      ? requested[t][c] : 0;
+        return std::min<std::int64_t>(std::max<std::int64_t>(want, 0), upper);
+    }
+    I choose_cut(int c, int t, B happens, I lo, I hi) {
+        if (!happens) return hi;
+        if (c >= static_cast<int>(cut_windows.size()) || cut_windows[c].empty()) {
+            if (!cut_windows.empty())
+                issues.push_back("step " + std::to_string(t) + ": model cut the window of cluster " + std::to_string(c) +
+                                 " but the real sender did not");
+            return lo;
+        }
+        const std::int64_t v = cut_windows[c].front();
+        cut_windows[c].pop_front();
+        if (v < lo || v > hi)
+            issues.push_back("step " + std::to_string(t) + ": real window " + std::to_string(v) + " of cluster " +
+                             std::to_string(c) + " after a cut lies outside the model's [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+        return v;
+    }
+};
+
+template <class D> struct Slot {
+    typename D::I cluster, chunk, contrib;
+    typename D::B marked;
+};
+
+template <class D> struct SenderState {
+    typename D::I w;               // floor(W), the usable window
+    typename D::I in_flight;
+    typename D::I retired;         // retired_total_
+    typename D::I sent;            // chunks_sent
+    typename D::I round_end;
+    typename D::I round_credited;
+    typename D::I round_marked;
+    typename D::B round_cut;
+    typename D::I next_chunk;      // chunk index of the next chunk sent, in [0, K)
+};
+
+template <class D> struct DepartureRec {
+    typename D::B valid;
+    typename D::I cluster, contrib;
+    typename D::B marked;
+};
+
+// What one step exposes to the properties (and what the replay compares with the real code).
+template <class D> struct StepRecord {
+    std::vector<typename D::I> sent;            // per cluster: chunks put on the wire
+    std::vector<typename D::B> arrival_marked;  // per cluster: an arrival marked (feedback source)
+    std::vector<typename D::B> congested;       // per cluster: an arrival found depth >= threshold
+    typename D::I depth_after_arrivals;
+    typename D::I depth_end;                    // after service
+    typename D::I drops;
+    std::vector<typename D::B> backlogged;      // per cluster: a packet waiting before service
+    std::vector<DepartureRec<D>> departures;    // service_rate entries, in order
+    std::vector<typename D::I> served;          // per cluster: contributions departed
+    std::vector<typename D::B> cut;             // per cluster: window cut (FEEDBACK or round end)
+    std::vector<typename D::I> window;          // per cluster, after sending
+    std::vector<typename D::I> in_flight;
+
+    StepRecord() = default;  // concrete domains only
+    explicit StepRecord(const typename D::I& zero) : depth_after_arrivals(zero), depth_end(zero), drops(zero) {}
+};
+
+template <class D> using Trace = std::vector<StepRecord<D>>;
+
+template <class D> class Model {
+public:
+    using I = typename D::I;
+    using B = typename D::B;
+
+    Model(D& d, const ModelParams& p) : d_(d), p_(p), depth_(d.lit(0)) {
+        for (int j = 0; j < p.queue_packets; ++j)
+            slots_.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
+        for (int c = 0; c < p.clusters; ++c)
+            senders_.push_back(SenderState<D>{d.lit(p.w_init), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
+                                              d.lit(0), d.blit(false), d.lit(0)});
+    }
+
+    const Trace<D>& trace() const { return trace_; }
+
+    void run() {
+        for (int t = 0; t < p_.horizon; ++t) step(t);
+    }
+
+    void step(int t) {
+        const int C = p_.clusters;
+        StepRecord<D> rec(d_.lit(0));
+        rec.cut.assign(C, d_.blit(false));
+        // A. FEEDBACK: the switch reported a marked gradient of this cluster.
+        if (p_.feedback && t - p_.feedback_delay >= 0) {
+            const auto& src = trace_[t - p_.feedback_delay];
+            for (int c = 0; c < C; ++c) rec.cut[c] = on_feedback(c, t, src.arrival_marked[c]) || rec.cut[c];
+        }
+        // B. CREDITs for the departures of step t - credit_delay.
+        if (t - p_.credit_delay >= 0) {
+            const auto& src = trace_[t - p_.credit_delay];
+            for (const auto& dep : src.departures)
+                for (int c = 0; c < C; ++c)
+                    rec.cut[c] = on_credit(c, t, dep.valid && dep.cluster == d_.lit(c), dep.contrib,
+                                           d_.sel(dep.marked, d_.lit(1), d_.lit(0))) ||
+                                 rec.cut[c];
+        }
+        // C. Sending.
+        for (int c = 0; c < C; ++c) {
+            SenderState<D>& s = senders_[c];
+            const I room = s.w - s.in_flight;
+            I upper = d_.sel(room < d_.lit(0), d_.lit(0), room);
+            upper = d_.sel(upper > d_.lit(p_.max_arrivals), d_.lit(p_.max_arrivals), upper);
+            const I n = d_.choose_send(c, t, upper);
+            rec.sent.push_back(n);
+        }
+        // D. Arrivals, round robin over clusters.
+        rec.arrival_marked.assign(C, d_.blit(false));
+        rec.congested.assign(C, d_.blit(false));
+        I drops = d_.lit(0);
+        for (int i = 0; i < p_.max_arrivals; ++i) {
+            for (int c = 0; c < C; ++c) {
+                const B present = rec.sent[c] > d_.lit(i);
+                const I chunk = wrap(senders_[c].next_chunk + d_.lit(i), p_.max_arrivals);
+                const I d = depth_;
+                const B mark_now = d_.blit(p_.mark_depth > 0) && d >= d_.lit(p_.mark_depth > 0 ? p_.mark_depth : 0);
+                if (p_.congestion_threshold > 0)
+                    rec.congested[c] = rec.congested[c] || (present && d >= d_.lit(p_.congestion_threshold));
+                B merged = d_.blit(false);
+                if (p_.aggregation) {
+                    for (int j = 0; j < p_.queue_packets; ++j) {
+                        // At most one waiting packet per key (the merge rule keeps it so).
+                        const B match = present && d > d_.lit(j) && slots_[j].cluster == d_.lit(c) &&
+                                        slots_[j].chunk == chunk;
+                        slots_[j].contrib = d_.sel(match, slots_[j].contrib + d_.lit(1), slots_[j].contrib);
+                        slots_[j].marked = slots_[j].marked || (match && mark_now);
+                        merged = merged || match;
+                    }
+                }
+                const B fits = d < d_.lit(p_.queue_packets);
+                const B takes_slot = present && !merged && fits;
+                for (int j = 0; j < p_.queue_packets; ++j) {
+                    const B here = takes_slot && d == d_.lit(j);
+                    slots_[j].cluster = d_.sel(here, d_.lit(c), slots_[j].cluster);
+                    slots_[j].chunk = d_.sel(here, chunk, slots_[j].chunk);
+                    slots_[j].contrib = d_.sel(here, d_.lit(1), slots_[j].contrib);
+                    slots_[j].marked = d_.bsel(here, mark_now, slots_[j].marked);
+                }
+                depth_ = d_.sel(takes_slot, depth_ + d_.lit(1), depth_);
+                drops = d_.sel(present && !merged && !fits, drops + d_.lit(1), drops);
+                rec.arrival_marked[c] = rec.arrival_marked[c] || (present && (merged || fits) && mark_now);
+            }
+        }
+        for (int c = 0; c < C; ++c) {
+            SenderState<D>& s = senders_[c];
+            s.sent = s.sent + rec.sent[c];
+            s.in_flight = s.in_flight + rec.sent[c];
+            s.next_chunk = wrap(s.next_chunk + rec.sent[c], p_.max_arrivals);
+        }
+        rec.drops = d_.fix(drops, name("drops", t));
+        rec.depth_after_arrivals = depth_ = d_.fix(depth_, name("depth_arr", t));
+        for (int c = 0; c < C; ++c) {
+            B any = d_.blit(false);
+            for (int j = 0; j < p_.queue_packets; ++j)
+                any = any || (depth_ > d_.lit(j) && slots_[j].cluster == d_.lit(c));
+            rec.backlogged.push_back(d_.fixb(any, name("backlogged", t, c)));
+        }
+        // E. Service from the head; merged contributions ride in their slot.
+        for (int k = 0; k < p_.service_rate; ++k) {
+            const B valid = depth_ > d_.lit(0);
+            rec.departures.push_back(DepartureRec<D>{d_.fixb(valid, name("dep_valid", t, k)),
+                                                     d_.fix(slots_[0].cluster, name("dep_cluster", t, k)),
+                                                     d_.fix(slots_[0].contrib, name("dep_contrib", t, k)),
+                                                     d_.fixb(valid && slots_[0].marked, name("dep_marked", t, k))});
+            for (int j = 0; j + 1 < p_.queue_packets; ++j) slots_[j] = slots_[j + 1];
+            depth_ = d_.sel(valid, depth_ - d_.lit(1), depth_);
+        }
+        for (int c = 0; c < C; ++c) {
+            I served = d_.lit(0);
+            for (const auto& dep : rec.departures)
+                served = served + d_.sel(dep.valid && dep.cluster == d_.lit(c), dep.contrib, d_.lit(0));
+            rec.served.push_back(d_.fix(served, name("served", t, c)));
+            rec.cut[c] = d_.fixb(rec.cut[c], name("cut", t, c));
+        }
+        rec.depth_end = depth_ = d_.fix(depth_, name("depth_end", t));
+        // Fresh names for the state carried to the next step keep the unrolled terms small.
+        for (int j = 0; j < p_.queue_packets; ++j) {
+            slots_[j].cluster = d_.fix(slots_[j].cluster, name("slot_cluster", t, j));
+            slots_[j].chunk = d_.fix(slots_[j].chunk, name("slot_chunk", t, j));
+            slots_[j].contrib = d_.fix(slots_[j].contrib, name("slot_contrib", t, j));
+            slots_[j].marked = d_.fixb(slots_[j].marked, name("slot_marked", t, j));
+        }
+        for (int c = 0; c < C; ++c) {
+            SenderState<D>& s = senders_[c];
+            s.w = d_.fix(s.w, name("w", t, c));
+            s.in_flight = d_.fix(s.in_flight, name("in_flight", t, c));
+            s.retired = d_.fix(s.retired, name("retired", t, c));
+            s.sent = d_.fix(s.sent, name("sent_total", t, c));
+            s.round_end = d_.fix(s.round_end, name("round_end", t, c));
+            s.round_credited = d_.fix(s.round_credited, name("round_credited", t, c));
+            s.round_marked = d_.fix(s.round_marked, name("round_marked", t, c));
+            s.round_cut = d_.fixb(s.round_cut, name("round_cut", t, c));
+            s.next_chunk = d_.fix(s.next_chunk, name("next_chunk", t, c));
+            rec.window.push_back(s.w);
+            rec.in_flight.push_back(s.in_flight);
+        }
+        trace_.push_back(std::move(rec));
+    }
+
+private:
+    static std::string name(const char* what, int t, int i = -1) {
+        std::string n(what);
+        n += '_';
+        n += std::to_string(t);
+        if (i >= 0) {
+            n += '_';
+            n += std::to_string(i);
+        }
+        return n;
+    }
+
+    // x mod K for 0 <= x < K + extra.
+    I wrap(I x, int extra) {
+        for (int k = 0; k <= extra / p_.chunks; ++k) x = d_.sel(x >= d_.lit(p_.chunks), x - d_.lit(p_.chunks), x);
+        return x;
+    }
+
+    // cut_window(a) with alpha abstracted: W * (1 - a/2), a in (0, 1], so floor of the result lies
+    // in [max(w_min, floor(w/2)), w] for w = floor(W); the domain picks the value.
+    I cut_window(int c, int t, B happens) {
+        SenderState<D>& s = senders_[c];
+        const I half = s.w / 2;
+        const I lo = d_.sel(half < d_.lit(p_.w_min), d_.lit(p_.w_min), half);
+        const I v = d_.choose_cut(c, t, happens, lo, s.w);
+        return d_.sel(happens, v, s.w);
+    }
+
+    // Returns whether the window was cut.
+    B on_feedback(int c, int t, B valid) {
+        SenderState<D>& s = senders_[c];
+        const B cuts = valid && !s.round_cut;
+        s.w = cut_window(c, t, cuts);
+        s.round_cut = s.round_cut || valid;
+        return cuts;
+    }
+
+    // Returns whether the window was cut.
+    B on_credit(int c, int t, B valid, I credits, I marks) {
+        SenderState<D>& s = senders_[c];
+        const I applied = d_.sel(valid, d_.sel(credits < s.in_flight, credits, s.in_flight), d_.lit(0));
+        const I m = d_.sel(valid, marks, d_.lit(0));
+        s.in_flight = s.in_flight - applied;
+        s.retired = s.retired + applied;
+        s.round_credited = s.round_credited + applied;
+        s.round_marked = s.round_marked + m;
+        const B ends = valid && (applied > d_.lit(0) || m > d_.lit(0)) && s.retired >= s.round_end;
+        // end_round(): no change if FEEDBACK already cut this round; cut if marked; else grow.
+        const B cuts = ends && !s.round_cut && s.round_marked > d_.lit(0);
+        const B grows = ends && !s.round_cut && !(s.round_marked > d_.lit(0));
+        const I cut_w = cut_window(c, t, cuts);
+        const I grown = s.w + d_.lit(p_.additive_increase);
+        s.w = d_.sel(grows, d_.sel(grown > d_.lit(p_.w_max), d_.lit(p_.w_max), grown), cut_w);
+        // start_round()
+        s.round_end = d_.sel(ends, s.sent, s.round_end);
+        s.round_credited = d_.sel(ends, d_.lit(0), s.round_credited);
+        s.round_marked = d_.sel(ends, d_.lit(0), s.round_marked);
+        s.round_cut = d_.bsel(ends, d_.blit(false), s.round_cut);
+        return cuts;
+    }
+
+    D& d_;
+    const ModelParams& p_;
+    I depth_;
+    std::vector<Slot<D>> slots_;
+    std::vector<SenderState<D>> senders_;
+    Trace<D> trace_;
+};
+
+// ---- properties: each returns the list of ways it can fail; it holds iff none is true ----
+template <class D> struct Violation {
+    typename D::B happens;
+    std::string property;
+    int step = 0;     // where the failure shows (window start, crossing step, ...)
+    std::string what;
+};
+
+// Over every window of W steps in which clusters a and b are both backlogged at every step, their
+// served contributions differ by at most epsilon.
+template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Trace<D>& tr, const FairnessSpec& f) {
+    std::vector<Violation<D>> out;
+    const int T = static_cast<int>(tr.size());
+    const int C = tr.empty() ? 0 : static_cast<int>(tr[0].served.size());
+    for (int t0 = 0; t0 + f.window <= T; ++t0)
+        for (int a = 0; a < C; ++a)
+            for (int b = a + 1; b < C; ++b) {
+                typename D::B both = d.blit(true);
+                typename D::I diff = d.lit(0);
+                for (int t = t0; t < t0 + f.window; ++t) {
+                    both = both && tr[t].backlogged[a] && tr[t].backlogged[b];
+                    diff = diff + tr[t].served[a] - tr[t].served[b];
+                }
+                out.push_back({both && (diff > d.lit(f.epsilon) || diff < d.lit(-f.epsilon)), "fairness", t0,
+                               "clusters " + std::to_string(a) + " and " + std::to_string(b) +
+                                   " both backlogged over steps " + std::to_string(t0) + ".." +
+                                   std::to_string(t0 + f.window - 1) + " but served contributions differ by more than " +
+                                   std::to_string(f.epsilon)});
+            }
+    return out;
+}
+
+// Age of cluster c at step t: 0 if a contribution of c departed at t, else (age at t-1) + 1 while c
+// has a packet waiting, else 0 (no traffic, no age). Must stay <= bound.
+template <class D> std::vector<typename D::I> aom_ages(D& d, const Trace<D>& tr, int c) {
+    std::vector<typename D::I> ages;
+    typename D::I age = d.lit(0);
+    for (size_t t = 0; t < tr.size(); ++t) {
+        age = D::sel(tr[t].served[c] > d.lit(0), d.lit(0), D::sel(tr[t].backlogged[c], age + d.lit(1), d.lit(0)));
+        age = d.fix(age, "age_" + std::to_string(t) + "_" + std::to_string(c));
+        ages.push_back(age);
+    }
+    return ages;
+}
+
+template <class D> std::vector<Violation<D>> aom_violations(D& d, const Trace<D>& tr, const AomSpec& a) {
+    std::vector<Violation<D>> out;
+    const int C = tr.empty() ? 0 : static_cast<int>(tr[0].served.size());
+    for (int c = 0; c < C; ++c) {
+        const auto ages = aom_ages(d, tr, c);
+        for (size_t t = 0; t < ages.size(); ++t)
+            out.push_back({ages[t] > d.lit(a.bound), "aom", static_cast<int>(t),
+                           "cluster " + std::to_string(c) + " waited more than " + std::to_string(a.bound) +
+                               " steps for a service at step " + std::to_string(t)});
+    }
+    return out;
+}
+
+// When an arrival of cluster c finds the queue at or above the threshold at step t, then within
+// R steps the queue is back under it at the end of some step in [t, t+R], or c cut its window at
+// some step in (t, t+R]. Only crossings with t + R inside the horizon are judged.
+template <class D>
+std::vector<Violation<D>> responsiveness_violations(D& d, const Trace<D>& tr, const ResponsivenessSpec& r) {
+    std::vector<Violation<D>> out;
+    const int T = static_cast<int>(tr.size());
+    const int C = tr.empty() ? 0 : static_cast<int>(tr[0].served.size());
+    for (int t = 0; t + r.within < T; ++t) {
+        typename D::B drained = d.blit(false);
+        for (int u = t; u <= t + r.within; ++u) drained = drained || tr[u].depth_end < d.lit(r.threshold);
+        for (int c = 0; c < C; ++c) {
+            typename D::B reacted = d.blit(false);
+            for (int u = t + 1; u <= t + r.within; ++u) reacted = reacted || tr[u].cut[c];
+            out.push_back({tr[t].congested[c] && !drained && !reacted, "responsiveness", t,
+                           "cluster " + std::to_string(c) + " sent into a queue at >= " + std::to_string(r.threshold) +
+                               " at step " + std::to_string(t) + ", which stayed there for " +
+                               std::to_string(r.within) + " more steps without a window cut"});
+        }
+    }
+    return out;
+}
+
+}  // namespace shesha::verify

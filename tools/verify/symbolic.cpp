@@ -1,0 +1,138 @@
+#include "symbolic.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include <z3++.h>
+
+#include "model.h"
+
+namespace shesha::verify {
+namespace {
+
+// D::I and D::B are Z3 terms; every free choice becomes a constrained constant.
+struct Z3Domain {
+    using I = z3::expr;
+    using B = z3::expr;
+
+    z3::context& ctx;
+    z3::solver& solver;
+    std::vector<std::vector<z3::expr>> sends;  // [t][c]
+    struct Cut {
+        int cluster;
+        z3::expr happens;
+        z3::expr value;
+    };
+    std::vector<Cut> cuts;  // in call order
+    int cut_serial = 0;
+
+    I lit(std::int64_t v) const { return ctx.int_val(static_cast<int64_t>(v)); }
+    B blit(bool b) const { return ctx.bool_val(b); }
+    static I sel(const B& c, const I& a, const I& b) { return z3::ite(c, a, b); }
+    static B bsel(const B& c, const B& a, const B& b) { return z3::ite(c, a, b); }
+    I fix(const I& v, const std::string& name) {
+        z3::expr x = ctx.int_const(name.c_str());
+        solver.add(x == v);
+        return x;
+    }
+    B fixb(const B& v, const std::string& name) {
+        z3::expr x = ctx.bool_const(name.c_str());
+        solver.add(x == v);
+        return x;
+    }
+    I choose_send(int c, int t, const I& upper) {
+        z3::expr n = ctx.int_const(("send_" + std::to_string(t) + "_" + std::to_string(c)).c_str());
+        solver.add(n >= 0 && n <= upper);
+        if (static_cast<int>(sends.size()) <= t) sends.resize(t + 1);
+        sends[t].push_back(n);
+        return n;
+    }
+    I choose_cut(int c, int t, const B& happens, const I& lo, const I& hi) {
+        z3::expr v = ctx.int_const(("cut_" + std::to_string(t) + "_" + std::to_string(c) + "_" +
+                                    std::to_string(cut_serial++)).c_str());
+        solver.add(v >= lo && v <= hi);
+        cuts.push_back({c, happens, v});
+        return v;
+    }
+};
+
+std::int64_t int_value(const z3::model& m, const z3::expr& e) {
+    return m.eval(e, true).get_numeral_int64();
+}
+
+}  // namespace
+
+const char* to_string(Property p) {
+    switch (p) {
+        case Property::Fairness: return "fairness";
+        case Property::Responsiveness: return "responsiveness";
+        case Property::Aom: return "aom";
+    }
+    return "?";
+}
+
+CheckResult check_property(const VerifyConfig& cfg, Property prop) {
+    const auto start = std::chrono::steady_clock::now();
+    CheckResult res;
+    res.property = prop;
+
+    z3::context ctx;
+    z3::solver solver(ctx);
+    Z3Domain d{ctx, solver, {}, {}, 0};
+    Model<Z3Domain> model(d, cfg.model);
+    model.run();
+    std::vector<Violation<Z3Domain>> violations;
+    switch (prop) {
+        case Property::Fairness:
+            if (!cfg.fairness) throw std::invalid_argument("fairness is not configured");
+            violations = fairness_violations(d, model.trace(), *cfg.fairness);
+            break;
+        case Property::Responsiveness:
+            if (!cfg.responsiveness) throw std::invalid_argument("responsiveness is not configured");
+            violations = responsiveness_violations(d, model.trace(), *cfg.responsiveness);
+            break;
+        case Property::Aom:
+            if (!cfg.aom) throw std::invalid_argument("aom is not configured");
+            violations = aom_violations(d, model.trace(), *cfg.aom);
+            break;
+    }
+    z3::expr_vector any(ctx);
+    for (const auto& v : violations) any.push_back(v.happens);
+    solver.add(violations.empty() ? ctx.bool_val(false) : z3::mk_or(any));
+
+    const z3::check_result r = solver.check();
+    res.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r == z3::unknown) throw std::runtime_error("Z3 returned unknown: " + solver.reason_unknown());
+    if (r == z3::unsat) {
+        res.verified = true;
+        return res;
+    }
+    const z3::model m = solver.get_model();
+    Counterexample& cex = res.cex;
+    cex.property = to_string(prop);
+    cex.config = cfg;
+    for (const auto& row : d.sends) {
+        std::vector<int> w;
+        for (const auto& n : row) w.push_back(static_cast<int>(int_value(m, n)));
+        cex.workload.push_back(w);
+    }
+    for (const auto& v : violations)
+        if (m.eval(v.happens, true).is_true()) {
+            cex.step = v.step;
+            cex.what = v.what;
+            break;
+        }
+    // The model's trace for this workload and these cut choices, replayed concretely: it must show
+    // the same violation (a cross-check of the two domains).
+    ConcreteDomain cd;
+    cd.requested = cex.workload;
+    cd.cut_windows.assign(cfg.model.clusters, {});
+    for (const auto& c : d.cuts)
+        if (m.eval(c.happens, true).is_true()) cd.cut_windows[c.cluster].push_back(int_value(m, c.value));
+    Model<ConcreteDomain> concrete(cd, cfg.model);
+    concrete.run();
+    cex.model_trace = concrete.trace();
+    return res;
+}
+
+}  // namespace shesha::verify

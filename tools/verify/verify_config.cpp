@@ -1,0 +1,237 @@
+#include "verify_config.h"
+
+#include <bit>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "switch_config.h"
+
+namespace shesha::verify {
+namespace {
+
+// Keeps the source name and gives every error the same "FILE:LINE: key.path: what" shape.
+class Reader {
+public:
+    explicit Reader(std::string source) : source_(std::move(source)) {}
+
+    [[noreturn]] void fail(const YAML::Node& n, const std::string& where, const std::string& what) const {
+        if (n && n.Mark().line >= 0)
+            throw VerifyConfigError(fmt::format("{}:{}: {}: {}", source_, n.Mark().line + 1, where, what));
+        throw VerifyConfigError(fmt::format("{}: {}: {}", source_, where, what));
+    }
+
+    void require_map(const YAML::Node& n, const std::string& where, std::initializer_list<const char*> allowed) const {
+        if (!n.IsMap()) fail(n, where, "expected a mapping");
+        std::set<std::string> ok(allowed.begin(), allowed.end());
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>();
+            if (!ok.count(key)) {
+                std::string list;
+                for (const auto& k : ok) list += (list.empty() ? "" : ", ") + k;
+                fail(kv.first, where.empty() ? key : where + "." + key, "unknown key (allowed: " + list + ")");
+            }
+        }
+    }
+
+    // Integer scalar read from its text, so "1.5", "0x10" or "true" are errors, not conversions.
+    int integer(const YAML::Node& n, const std::string& where, int lo, int hi) const {
+        if (!n.IsScalar()) fail(n, where, "expected an integer");
+        const std::string s = n.Scalar();
+        long long v = 0;
+        const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc{} || p != s.data() + s.size())
+            fail(n, where, fmt::format("expected an integer, got '{}'", s));
+        if (v < lo || v > hi) fail(n, where, fmt::format("must lie in [{}, {}], got {}", lo, hi, v));
+        return static_cast<int>(v);
+    }
+
+    double real(const YAML::Node& n, const std::string& where, double lo, double hi) const {
+        if (!n.IsScalar()) fail(n, where, "expected a number");
+        const std::string s = n.Scalar();
+        std::istringstream in(s);
+        double v = 0;
+        in >> v;
+        if (!in || !in.eof()) fail(n, where, fmt::format("expected a number, got '{}'", s));
+        if (!(v >= lo && v <= hi)) fail(n, where, fmt::format("must lie in [{}, {}], got {}", lo, hi, s));
+        return v;
+    }
+
+    bool boolean(const YAML::Node& n, const std::string& where) const {
+        if (!n.IsScalar()) fail(n, where, "expected true or false");
+        if (n.Scalar() == "true") return true;
+        if (n.Scalar() == "false") return false;
+        fail(n, where, fmt::format("expected true or false, got '{}'", n.Scalar()));
+    }
+
+    // A transport window constant: the model tracks floor(W) exactly only for whole numbers.
+    int whole_window(const YAML::Node& n, const std::string& where) const {
+        const double v = real(n, where, 0, 1024);
+        if (v != static_cast<int>(v))
+            fail(n, where, "the verifier needs a whole number of chunks here (docs/verification.md)");
+        return static_cast<int>(v);
+    }
+
+    const std::string& source() const { return source_; }
+
+private:
+    std::string source_;
+};
+
+}  // namespace
+
+std::string validate(const ModelParams& p) {
+    if (p.clusters < 1) return "model.clusters must be >= 1";
+    if (p.horizon < 1) return "model.horizon must be >= 1";
+    if (p.chunks < 1) return "model.chunks must be >= 1";
+    if (p.elems_per_chunk < 2) return "model.elems_per_chunk must be >= 2";
+    if (p.service_rate < 1) return "model.service_rate must be >= 1";
+    if (p.max_arrivals < 1) return "model.max_arrivals must be >= 1";
+    if (p.credit_delay < 1) return "model.credit_delay must be >= 1";
+    if (p.feedback_delay < 1) return "model.feedback_delay must be >= 1";
+    if (p.queue_packets < 1 || !std::has_single_bit(static_cast<unsigned>(p.queue_packets)))
+        return "queue_packets must be a power of two >= 1 (the real queue rounds up)";
+    if (p.mark_depth < 0) return "mark_depth must be >= 0";
+    if (p.w_min < 1) return "transport.w_min must be >= 1";
+    if (p.w_max < p.w_min) return "transport.w_max must be >= w_min";
+    if (p.w_init < p.w_min || p.w_init > p.w_max) return "transport.w_init must lie in [w_min, w_max]";
+    if (p.additive_increase < 0) return "transport.additive_increase must be >= 0";
+    if (!(p.gain > 0 && p.gain <= 1)) return "transport.gain must lie in (0, 1]";
+    if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
+    return {};
+}
+
+VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir) {
+    Reader r(source);
+    YAML::Node root;
+    try {
+        root = YAML::Load(yaml_text);
+    } catch (const YAML::Exception& e) {
+        throw VerifyConfigError(fmt::format("{}: YAML syntax error: {}", source, e.msg));
+    }
+    if (!root || root.IsNull()) throw VerifyConfigError(source + ": empty configuration");
+    r.require_map(root, "", {"switch_config", "switch_port", "transport", "model", "properties"});
+
+    VerifyConfig cfg;
+    cfg.source = source;
+    ModelParams& m = cfg.model;
+
+    // 1. The switch's own YAML: queue size, marking depth, aggregation and feedback switches.
+    if (root["switch_config"]) {
+        std::filesystem::path path = root["switch_config"].as<std::string>();
+        if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
+        core::SwitchConfig sw;
+        try {
+            sw = core::load_switch_config(path.string());
+        } catch (const core::ConfigError& e) {
+            r.fail(root["switch_config"], "switch_config", e.what());
+        }
+        if (sw.ports.empty()) r.fail(root["switch_config"], "switch_config", "the switch config has no ports");
+        const core::PortConfig* port = &sw.ports.front();
+        if (root["switch_port"]) {
+            const std::string name = root["switch_port"].as<std::string>();
+            port = nullptr;
+            for (const auto& p : sw.ports)
+                if (p.name == name) port = &p;
+            if (port == nullptr) r.fail(root["switch_port"], "switch_port", "no port named '" + name + "' in the switch config");
+        }
+        m.queue_packets = static_cast<int>(std::bit_ceil(std::max<std::uint32_t>(1, port->queue_packets)));
+        m.mark_depth = static_cast<int>(port->marking.depth_packets);
+        m.aggregation = sw.aggregation;
+        m.feedback = sw.feedback;
+        cfg.notes += fmt::format("from {} port {}: queue {} packets, mark depth {}, aggregation {}, feedback {}\n",
+                                 path.string(), port->name, m.queue_packets, m.mark_depth, m.aggregation, m.feedback);
+        if (port->marking.sojourn_us != 0)
+            cfg.notes += "note: sojourn marking is not modelled (depth marking only)\n";
+    } else if (root["switch_port"]) {
+        r.fail(root["switch_port"], "switch_port", "needs switch_config");
+    }
+
+    // 2. Window constants, same names as transport::SenderConfig.
+    if (const YAML::Node t = root["transport"]) {
+        r.require_map(t, "transport", {"w_init", "w_min", "w_max", "additive_increase", "gain", "alpha_init"});
+        if (t["w_init"]) m.w_init = r.whole_window(t["w_init"], "transport.w_init");
+        if (t["w_min"]) m.w_min = r.whole_window(t["w_min"], "transport.w_min");
+        if (t["w_max"]) m.w_max = r.whole_window(t["w_max"], "transport.w_max");
+        if (t["additive_increase"]) m.additive_increase = r.whole_window(t["additive_increase"], "transport.additive_increase");
+        if (t["gain"]) m.gain = r.real(t["gain"], "transport.gain", 1e-9, 1);
+        if (t["alpha_init"]) m.alpha_init = r.real(t["alpha_init"], "transport.alpha_init", 0, 1);
+    }
+
+    // 3. The verifier's bounds; queue_packets / mark_depth / aggregation / feedback override the switch.
+    if (const YAML::Node n = root["model"]) {
+        r.require_map(n, "model", {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
+                                   "credit_delay", "feedback_delay", "feedback", "queue_packets", "mark_depth",
+                                   "aggregation"});
+        auto get = [&](const char* key, int& out, int lo, int hi) {
+            if (n[key]) out = r.integer(n[key], std::string("model.") + key, lo, hi);
+        };
+        get("clusters", m.clusters, 1, 8);
+        get("horizon", m.horizon, 1, 200);
+        get("chunks", m.chunks, 1, 64);
+        get("elems_per_chunk", m.elems_per_chunk, 2, 64);
+        get("service_rate", m.service_rate, 1, 16);
+        get("max_arrivals", m.max_arrivals, 1, 16);
+        get("credit_delay", m.credit_delay, 1, 50);
+        get("feedback_delay", m.feedback_delay, 1, 50);
+        if (n["queue_packets"]) {
+            m.queue_packets = r.integer(n["queue_packets"], "model.queue_packets", 1, 64);
+            if (!std::has_single_bit(static_cast<unsigned>(m.queue_packets)))
+                r.fail(n["queue_packets"], "model.queue_packets", "must be a power of two (the real queue rounds up)");
+        }
+        get("mark_depth", m.mark_depth, 0, 64);
+        if (n["feedback"]) m.feedback = r.boolean(n["feedback"], "model.feedback");
+        if (n["aggregation"]) m.aggregation = r.boolean(n["aggregation"], "model.aggregation");
+    }
+    if (m.queue_packets > 64)
+        throw VerifyConfigError(fmt::format(
+            "{}: the queue has {} slots: too many to unroll; set model.queue_packets (<= 64) for the bounded model",
+            source, m.queue_packets));
+
+    // 4. Properties: those listed are checked.
+    if (const YAML::Node p = root["properties"]) {
+        r.require_map(p, "properties", {"fairness", "responsiveness", "aom"});
+        if (const YAML::Node f = p["fairness"]) {
+            r.require_map(f, "properties.fairness", {"window", "epsilon"});
+            FairnessSpec s;
+            if (f["window"]) s.window = r.integer(f["window"], "properties.fairness.window", 1, 200);
+            if (f["epsilon"]) s.epsilon = r.integer(f["epsilon"], "properties.fairness.epsilon", 0, 1000);
+            cfg.fairness = s;
+        }
+        if (const YAML::Node f = p["responsiveness"]) {
+            r.require_map(f, "properties.responsiveness", {"within", "threshold"});
+            ResponsivenessSpec s;
+            s.threshold = m.mark_depth;
+            if (f["within"]) s.within = r.integer(f["within"], "properties.responsiveness.within", 1, 200);
+            if (f["threshold"]) s.threshold = r.integer(f["threshold"], "properties.responsiveness.threshold", 1, 64);
+            if (s.threshold == 0)
+                r.fail(f, "properties.responsiveness.threshold",
+                       "marking is off in this configuration: give the congestion threshold explicitly");
+            cfg.responsiveness = s;
+            m.congestion_threshold = s.threshold;
+        }
+        if (const YAML::Node f = p["aom"]) {
+            r.require_map(f, "properties.aom", {"bound"});
+            AomSpec s;
+            if (f["bound"]) s.bound = r.integer(f["bound"], "properties.aom.bound", 0, 1000);
+            cfg.aom = s;
+        }
+    }
+    if (const std::string err = validate(m); !err.empty()) throw VerifyConfigError(source + ": " + err);
+    return cfg;
+}
+
+VerifyConfig load_verify_config(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw VerifyConfigError(path + ": cannot read the file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_verify_config(ss.str(), path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace shesha::verify
