@@ -155,7 +155,7 @@ struct AggregatingQueue::Impl {
     }
 
     // ---- marking ----
-    void mark(Slot& e) noexcept {
+    [[gnu::noinline]] void mark(Slot& e) noexcept {
         if (e.flags & kMarked) return;
         e.flags |= kMarked;
         ++stats.marked;
@@ -171,7 +171,7 @@ struct AggregatingQueue::Impl {
     // ---- merging ----
     // The waiting packet a may merge into, or UINT64_MAX. refused is set when a waiting packet with a
     // matching key and destination could not take it (layout differs or contributions would overflow).
-    std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib, bool& refused) noexcept {
+    [[gnu::noinline]] std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib, bool& refused) noexcept {
         const std::uint32_t tol = std::min(a.version_tolerance, kMaxVersionTolerance);
         // Closest version first: exact, then -1, +1, -2, +2, ...
         for (std::uint32_t d = 0; d <= tol; ++d) {
@@ -203,7 +203,7 @@ struct AggregatingQueue::Impl {
         return UINT64_MAX;
     }
 
-    void merge_into(std::uint64_t seq, const Arrival& a, std::uint16_t arriving_contrib) noexcept {
+    [[gnu::noinline]] void merge_into(std::uint64_t seq, const Arrival& a, std::uint16_t arriving_contrib) noexcept {
         Slot& e = at(seq);
         MergeInfo& m = info_at(seq);
         std::uint8_t* wp = e.frame + e.shesha_offset;
@@ -327,6 +327,12 @@ AggregatingQueue::~AggregatingQueue() = default;
 
 EnqueueResult AggregatingQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
     return impl_->enqueue(a, now);
+}
+
+void AggregatingQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
+                                     EnqueueResult* results) noexcept {
+    Impl& q = *impl_;
+    for (std::uint32_t i = 0; i < n; ++i) results[i] = q.enqueue(arrivals[i], now);
 }
 
 std::uint32_t AggregatingQueue::front_len() const noexcept {

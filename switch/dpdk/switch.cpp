@@ -25,6 +25,7 @@ namespace {
 
 constexpr std::uint32_t kHandoffRingSize = 4096;
 constexpr std::uint32_t kFeedbackLimiterSlots = 1024;
+constexpr std::uint16_t kPrefetchAhead = 4;  // packets whose headers are prefetched ahead of classification
 
 std::uint64_t us_to_ticks(std::uint64_t us, std::uint64_t hz) noexcept {
     return static_cast<std::uint64_t>(static_cast<unsigned __int128>(us) * hz / 1'000'000);
@@ -100,6 +101,10 @@ struct Switch::PortState {
     std::array<std::uint32_t, kMaxBurst> pending_len{};
     std::array<std::uint16_t, kMaxBurst> pending_contrib{};
     std::uint32_t n_pending = 0;
+    // Arrivals that are not gradients wait here during a forwarding pass and enter the queue with
+    // one enqueue_burst() (see enqueue_to); nothing stays staged between passes.
+    std::vector<core::Arrival> staged = std::vector<core::Arrival>(kMaxBurst);
+    std::uint32_t n_staged = 0;
     std::int64_t mark_ewma = 0;   // recent mark fraction, permille << 10 (for FEEDBACK)
     PortTxCounters tx;
 
@@ -117,6 +122,10 @@ struct Switch::RxContext {
     RxLcoreCounters counters;
     std::vector<std::uint16_t> ports;  // port indexes polled by this context
     rte_ring* ring = nullptr;          // to the egress owner; null in one-lcore mode
+    // Per-burst scratch, allocated once: a local array of these would be value-initialised (their
+    // members have default initialisers), a memset of several KB every round.
+    std::vector<PacketMeta> metas = std::vector<PacketMeta>(kMaxBurst);
+    std::vector<Handoff> handoffs = std::vector<Handoff>(kMaxBurst);
 };
 
 Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> ports, rte_mempool* pool,
@@ -149,6 +158,16 @@ Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> 
             throw core::ConfigError("static FDB entries exceed the FDB capacity");
     }
 
+    housekeeping_ticks_ = hz_ / 1000;
+    flooded_pending_.assign(ports_.size(), 0);
+    flood_last_.assign(ports_.size(), core::kNoPort);
+    for (std::size_t in = 0; in < ports_.size(); ++in)
+        for (std::size_t p = ports_.size(); p-- > 0;)
+            if (p != in) {
+                flood_last_[in] = static_cast<std::uint16_t>(p);
+                break;
+            }
+
     // Spread the ports over the RX contexts; one context without a ring in one-lcore mode.
     multi_ = cfg_.lcores > 1;
     const std::size_t contexts = multi_ ? std::min<std::size_t>(cfg_.lcores - 1, ports.size()) : 1;
@@ -177,17 +196,16 @@ std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[
 
 // ---- RX stage: classify and decode (stateless but for counters) ------------------------------
 
-void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta) noexcept {
+// Common outcomes are counted in the burst's tally (see settle_rx), rare ones directly.
+void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta, RxTally& tally) noexcept {
     meta = PacketMeta{};
     meta.in_port = in_index;
-    PortRxCounters& rx = ports_[in_index]->rx;
-    bump(rx.packets);
-    bump(rx.bytes, rte_pktmbuf_pkt_len(m));
+    tally.bytes += rte_pktmbuf_pkt_len(m);
 
     if (unlikely(m->nb_segs > 1)) {
         // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
         meta.cls = PacketClass::MultiSegment;
-        bump(rx.multi_segment);
+        bump(ports_[in_index]->rx.multi_segment);
         bump(ctx.counters.multi_segment);
         return;
     }
@@ -197,11 +215,11 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
     switch (info.kind) {
     case frame::FrameKind::NonIp:
         meta.cls = PacketClass::Plain;
-        bump(ctx.counters.non_ip);
+        ++tally.non_ip;
         return;
     case frame::FrameKind::IpOther:
         meta.cls = PacketClass::Plain;
-        bump(ctx.counters.ip_other);
+        ++tally.ip_other;
         meta.l3_offset = info.l3_offset;
         return;
     case frame::FrameKind::Malformed:
@@ -223,7 +241,7 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
         bump(ctx.counters.malformed[static_cast<std::size_t>(err)]);
         return;
     }
-    bump(ctx.counters.shesha_valid);
+    ++tally.shesha_valid;
     meta.shesha = 1;
     meta.shesha_offset = info.payload_offset;
     meta.cluster_id = msg.hdr.cluster_id;
@@ -232,10 +250,20 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
     meta.model_version = msg.hdr.model_version;
     if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
         meta.cls = PacketClass::Gradient;
-        bump(ctx.counters.gradient_f32);
+        ++tally.gradient_f32;
     } else {
         meta.cls = PacketClass::Plain;
     }
+}
+
+void Switch::settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t packets, const RxTally& tally) noexcept {
+    PortRxCounters& rx = ports_[in_index]->rx;
+    bump(rx.packets, packets);
+    bump(rx.bytes, tally.bytes);
+    if (tally.non_ip != 0) bump(ctx.counters.non_ip, tally.non_ip);
+    if (tally.ip_other != 0) bump(ctx.counters.ip_other, tally.ip_other);
+    if (tally.shesha_valid != 0) bump(ctx.counters.shesha_valid, tally.shesha_valid);
+    if (tally.gradient_f32 != 0) bump(ctx.counters.gradient_f32, tally.gradient_f32);
 }
 
 // ---- forwarding stage (egress owner) ----------------------------------------------------------
@@ -293,15 +321,13 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
     // Flood: a private copy for every other port but the last, which gets the original (queues
     // write into their packets when merging or marking, so copies must not share data).
     const std::uint16_t n = static_cast<std::uint16_t>(ports_.size());
-    std::uint16_t last = core::kNoPort;
-    for (std::uint16_t p = n; p-- > 0;)
-        if (p != in) { last = p; break; }
+    const std::uint16_t last = flood_last_[in];
     if (last == core::kNoPort) {  // a single port: nowhere to flood to
         bump(ports_[in]->tx.filtered);
         rte_pktmbuf_free(m);
         return;
     }
-    bump(ports_[in]->tx.flooded);
+    ++flooded_pending_[in];
     for (std::uint16_t p = 0; p < n; ++p) {
         if (p == in) continue;
         if (p == last) {
@@ -317,9 +343,27 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
     }
 }
 
+// Only a GRADIENT's enqueue has effects beyond its own packet (FEEDBACK reads the queue's state
+// right after it). Every other arrival is staged and enqueued with the rest of its burst in order,
+// and a GRADIENT first flushes its port's staged arrivals, so every queue sees the same sequence
+// of enqueues, at the same instant, as one enqueue() per packet would give.
 void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
                         std::uint32_t tolerance, std::uint64_t now) noexcept {
     PortState& port = *ports_[out_index];
+    if (meta.cls != PacketClass::Gradient) {
+        if (unlikely(port.n_staged == kMaxBurst)) flush_staged(port, now);
+        core::Arrival& s = port.staged[port.n_staged++];
+        s.handle = m;
+        s.frame = rte_pktmbuf_mtod(m, std::uint8_t*);
+        s.frame_len = rte_pktmbuf_pkt_len(m);
+        const bool offsets = meta.cls == PacketClass::Plain;  // not MultiSegment or Malformed
+        s.l3_offset = offsets ? meta.l3_offset : 0;
+        s.l4_offset = offsets ? meta.l4_offset : 0;
+        s.shesha_offset = offsets ? meta.shesha_offset : 0;
+        s.mergeable = false;  // only GRADIENTs merge; the merge fields below are then unused
+        return;
+    }
+    flush_staged(port, now);
     core::Arrival a;
     a.handle = m;
     a.frame = rte_pktmbuf_mtod(m, std::uint8_t*);
@@ -347,12 +391,54 @@ void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& 
     case core::EnqueueStatus::Queued:
         break;
     case core::EnqueueStatus::Merged:
-        rte_pktmbuf_free(m);
+        free_later(m);
         break;
     case core::EnqueueStatus::DroppedFull:
         bump(port.tx.queue_drops);
-        rte_pktmbuf_free(m);
+        free_later(m);
         break;
+    }
+}
+
+void Switch::flush_staged(PortState& port, std::uint64_t now) noexcept {
+    const std::uint32_t n = port.n_staged;
+    if (n == 0) return;
+    port.n_staged = 0;
+    core::EnqueueResult* results = staged_results_.data();
+    port.queue.enqueue_burst(port.staged.data(), n, now, results);
+    std::int64_t ewma = port.mark_ewma;
+    std::uint64_t drops = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const core::EnqueueResult r = results[i];
+        ewma += ((r.marked ? (std::int64_t{1000} << 10) : 0) - ewma) / 32;
+        if (unlikely(r.status != core::EnqueueStatus::Queued)) {
+            drops += r.status == core::EnqueueStatus::DroppedFull;
+            free_later(static_cast<rte_mbuf*>(port.staged[i].handle));
+        }
+    }
+    port.mark_ewma = ewma;
+    if (drops != 0) bump(port.tx.queue_drops, drops);
+}
+
+// Merged arrivals and tail drops are freed in bulk at the end of the burst.
+void Switch::free_later(rte_mbuf* m) noexcept {
+    if (unlikely(n_to_free_ == to_free_.size())) {
+        rte_pktmbuf_free_bulk(to_free_.data(), n_to_free_);
+        n_to_free_ = 0;
+    }
+    to_free_[n_to_free_++] = m;
+}
+
+void Switch::finish_forwarding(std::uint64_t now) noexcept {
+    for (auto& p : ports_) flush_staged(*p, now);
+    if (n_to_free_ != 0) {
+        rte_pktmbuf_free_bulk(to_free_.data(), n_to_free_);
+        n_to_free_ = 0;
+    }
+    for (std::size_t i = 0; i < flooded_pending_.size(); ++i) {
+        if (flooded_pending_[i] == 0) continue;
+        bump(ports_[i]->tx.flooded, flooded_pending_[i]);
+        flooded_pending_[i] = 0;
     }
 }
 
@@ -457,15 +543,26 @@ unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
         lens[i] = port.pending_len[i];
         contrib[i] = port.pending_contrib[i];
     }
-    while (n < burst_) {
-        const std::uint32_t len = port.queue.front_len();
-        if (len == 0 || !port.bucket.try_consume(len, now)) break;
-        core::Departure d;
-        if (!port.queue.dequeue(now, d)) break;
-        burst[n] = static_cast<rte_mbuf*>(d.handle);
-        lens[n] = d.frame_len;
-        contrib[n] = d.contributions;
-        ++n;
+    if (port.bucket.unlimited()) {
+        // No shaper: take the whole burst from the queue at once.
+        core::Departure* out = departures_.data();
+        const std::uint32_t got = port.queue.dequeue_burst(now, out, burst_ - std::min(n, burst_));
+        for (std::uint32_t i = 0; i < got; ++i, ++n) {
+            burst[n] = static_cast<rte_mbuf*>(out[i].handle);
+            lens[n] = out[i].frame_len;
+            contrib[n] = out[i].contributions;
+        }
+    } else {
+        while (n < burst_) {
+            const std::uint32_t len = port.queue.front_len();
+            if (len == 0 || !port.bucket.try_consume(len, now)) break;
+            core::Departure d;
+            if (!port.queue.dequeue(now, d)) break;
+            burst[n] = static_cast<rte_mbuf*>(d.handle);
+            lens[n] = d.frame_len;
+            contrib[n] = d.contributions;
+            ++n;
+        }
     }
     if (n == 0) return 0;
 
@@ -502,14 +599,20 @@ unsigned Switch::poll_round(std::uint64_t now) noexcept {
     RxContext& ctx = *rx_contexts_.front();
     std::array<rte_mbuf*, kMaxBurst> pkts;
     unsigned received = 0;
+    PacketMeta* metas = ctx.metas.data();
     for (std::uint16_t index : ctx.ports) {
         const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
+        if (n == 0) continue;
+        // Classify the whole burst, prefetching headers a few packets ahead, then forward it.
+        RxTally tally;
+        for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
         for (std::uint16_t i = 0; i < n; ++i) {
-            if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
-            PacketMeta meta;
-            inspect(ctx, pkts[i], index, meta);
-            forward(pkts[i], meta, now);
+            if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+            inspect(ctx, pkts[i], index, metas[i], tally);
         }
+        settle_rx(ctx, index, n, tally);
+        for (std::uint16_t i = 0; i < n; ++i) forward(pkts[i], metas[i], now);
+        finish_forwarding(now);
         received += n;
     }
     const unsigned sent = transmit_all(now);
@@ -527,17 +630,20 @@ unsigned Switch::rx_round(unsigned worker, std::uint64_t now) noexcept {
     (void)now;
     RxContext& ctx = *rx_contexts_[worker];
     std::array<rte_mbuf*, kMaxBurst> pkts;
-    std::array<Handoff, kMaxBurst> handoffs;
+    Handoff* handoffs = ctx.handoffs.data();
     unsigned received = 0;
     for (std::uint16_t index : ctx.ports) {
         const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
         if (n == 0) continue;
+        RxTally tally;
+        for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
         for (std::uint16_t i = 0; i < n; ++i) {
-            if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+            if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
             handoffs[i].mbuf = pkts[i];
-            inspect(ctx, pkts[i], index, handoffs[i].meta);
+            inspect(ctx, pkts[i], index, handoffs[i].meta, tally);
         }
-        const unsigned queued = rte_ring_sp_enqueue_burst_elem(ctx.ring, handoffs.data(), sizeof(Handoff), n, nullptr);
+        settle_rx(ctx, index, n, tally);
+        const unsigned queued = rte_ring_sp_enqueue_burst_elem(ctx.ring, handoffs, sizeof(Handoff), n, nullptr);
         if (queued < n) {
             bump(ctx.counters.handoff_drops, n - queued);
             for (unsigned i = queued; i < n; ++i) rte_pktmbuf_free(handoffs[i].mbuf);
@@ -550,11 +656,12 @@ unsigned Switch::rx_round(unsigned worker, std::uint64_t now) noexcept {
 }
 
 unsigned Switch::egress_round(std::uint64_t now) noexcept {
-    std::array<Handoff, kMaxBurst> handoffs;
+    Handoff* handoffs = egress_handoffs_.data();
     unsigned taken = 0;
     for (auto& ctx : rx_contexts_) {
-        const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs.data(), sizeof(Handoff), burst_, nullptr);
+        const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs, sizeof(Handoff), burst_, nullptr);
         for (unsigned i = 0; i < n; ++i) forward(handoffs[i].mbuf, handoffs[i].meta, now);
+        finish_forwarding(now);
         taken += n;
     }
     const unsigned sent = transmit_all(now);
@@ -566,7 +673,7 @@ unsigned Switch::egress_round(std::uint64_t now) noexcept {
 
 void Switch::housekeeping(std::uint64_t now) noexcept {
     last_now_ = now;
-    if (now - last_housekeeping_ < hz_ / 1000) return;
+    if (now - last_housekeeping_ < housekeeping_ticks_) return;
     publish(now);
 }
 

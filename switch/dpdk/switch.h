@@ -119,8 +119,20 @@ public:
 private:
     struct PortState;
     struct RxContext;
+    // Counts of one RX burst, kept in registers and added to the shared counters once per burst.
+    struct RxTally {
+        std::uint64_t bytes = 0;
+        std::uint64_t non_ip = 0;
+        std::uint64_t ip_other = 0;
+        std::uint64_t shesha_valid = 0;
+        std::uint64_t gradient_f32 = 0;
+    };
 
-    void inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta) noexcept;
+    void inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta, RxTally& tally) noexcept;
+    void settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t packets, const RxTally& tally) noexcept;
+    void free_later(rte_mbuf* m) noexcept;
+    void flush_staged(PortState& port, std::uint64_t now) noexcept;
+    void finish_forwarding(std::uint64_t now) noexcept;
     void forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
     void enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
                     std::uint32_t tolerance, std::uint64_t now) noexcept;
@@ -147,6 +159,17 @@ private:
     core::FeedbackLimiter limiter_;
     std::unique_ptr<EgressCounters> egress_;
     std::uint64_t last_housekeeping_ = 0;
+    std::uint64_t housekeeping_ticks_ = 0;  // hz_ / 1000
+    std::vector<std::uint16_t> flood_last_;  // per ingress port: the last port a flood goes to
+    // Per forwarding pass (egress owner): flood counts per ingress port and the mbufs to free (merged
+    // arrivals, tail drops), both settled by finish_forwarding() once per burst.
+    std::vector<std::uint64_t> flooded_pending_;
+    std::array<rte_mbuf*, kMaxBurst> to_free_{};
+    // Scratch of the egress owner, allocated once (value-initialising a local array costs a memset).
+    std::vector<core::Departure> departures_ = std::vector<core::Departure>(kMaxBurst);
+    std::vector<Handoff> egress_handoffs_ = std::vector<Handoff>(kMaxBurst);
+    std::vector<core::EnqueueResult> staged_results_ = std::vector<core::EnqueueResult>(kMaxBurst);
+    std::uint32_t n_to_free_ = 0;
     std::uint64_t last_aging_ = 0;
     std::uint64_t last_now_ = 0;
 
