@@ -281,6 +281,60 @@ struct AggregatingQueue::Impl {
         return {EnqueueStatus::Queued, mark_now};
     }
 
+    // The same as enqueue() for each arrival in turn. Runs of arrivals that cannot merge take a
+    // tight loop that keeps the ring position and the statistics in locals; a mergeable arrival
+    // goes through enqueue() itself.
+    void enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now, EnqueueResult* results) noexcept {
+        const std::uint64_t ring_size = ring.size();
+        const std::uint64_t capacity_bytes = cfg.capacity_bytes;
+        const std::uint32_t mark_depth = cfg.mark_depth_packets;
+        const bool aggregation = cfg.aggregation;
+        std::uint32_t i = 0;
+        while (i < n) {
+            const std::uint32_t run_start = i;
+            const std::uint64_t h = head;
+            std::uint64_t t = tail;
+            std::uint64_t b = bytes;
+            std::uint64_t depth_sum = 0, depth_max = stats.depth_max;
+            std::uint64_t queued = 0, queued_bytes = 0, drops = 0, drop_bytes = 0;
+            for (; i < n; ++i) {
+                const Arrival& a = arrivals[i];
+                if (aggregation && a.mergeable) break;
+                const std::uint64_t d = t - h;
+                depth_sum += d;
+                depth_max = std::max(depth_max, d);
+                const bool mark_now = mark_depth > 0 && d >= mark_depth;
+                if (d >= ring_size || b + a.frame_len > capacity_bytes) [[unlikely]] {
+                    ++drops;
+                    drop_bytes += a.frame_len;
+                    results[i] = {EnqueueStatus::DroppedFull, false};
+                    continue;
+                }
+                Slot& e = ring[t & ring_mask];
+                e = Slot{a.handle, a.frame, now, a.frame_len, 1, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
+                ++t;
+                b += a.frame_len;
+                ++queued;
+                queued_bytes += a.frame_len;
+                if (mark_now) mark(e);  // touches only e, stats.marked and stats.ecn_ce_set
+                results[i] = {EnqueueStatus::Queued, mark_now};
+            }
+            tail = t;
+            bytes = b;
+            stats.depth_sum += depth_sum;
+            stats.depth_samples += i - run_start;
+            stats.depth_max = depth_max;
+            stats.enqueued += queued;
+            stats.enqueued_bytes += queued_bytes;
+            stats.dropped += drops;
+            stats.dropped_bytes += drop_bytes;
+            if (i < n) {
+                results[i] = enqueue(arrivals[i], now);
+                ++i;
+            }
+        }
+    }
+
     // Removes up to max packets from the head; statistics are summed locally and stored once.
     std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept {
         const std::uint32_t n = std::min<std::uint32_t>(max, depth());
@@ -331,8 +385,7 @@ EnqueueResult AggregatingQueue::enqueue(const Arrival& a, std::uint64_t now) noe
 
 void AggregatingQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
                                      EnqueueResult* results) noexcept {
-    Impl& q = *impl_;
-    for (std::uint32_t i = 0; i < n; ++i) results[i] = q.enqueue(arrivals[i], now);
+    impl_->enqueue_burst(arrivals, n, now, results);
 }
 
 std::uint32_t AggregatingQueue::front_len() const noexcept {

@@ -42,7 +42,7 @@ std::size_t Fdb::find_slot(const Mac& mac) const noexcept {
     for (std::size_t i = home_slot(mac);; i = (i + 1) & mask) {
         const Entry& e = table_[i];
         if (!e.used) return table_.size();
-        if (e.mac == mac) return i;
+        if (same_mac(e.mac, mac)) return i;
     }
 }
 
@@ -85,16 +85,14 @@ bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
     return true;
 }
 
-void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
-    // Same station, same port, same now as the last learn: it would only rewrite last_seen = now.
-    if (learned_.valid && learned_.now == now && learned_.port == port && learned_.mac == mac) return;
+void Fdb::learn_in_table(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
     if (is_multicast(mac)) return;  // a multicast source is bogus; never learn it
     const std::size_t mask = table_.size() - 1;
     std::size_t i = home_slot(mac);
     for (;; i = (i + 1) & mask) {
         Entry& e = table_[i];
         if (!e.used) break;
-        if (e.mac != mac) continue;
+        if (!same_mac(e.mac, mac)) continue;
         if (e.is_static) {
             learned_ = Memo{mac, port, true, now};  // static entries ignore learning: so will repeats
             return;
@@ -123,8 +121,7 @@ void Fdb::learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept 
     learned_ = Memo{mac, port, true, now};
 }
 
-std::uint16_t Fdb::lookup(const Mac& mac, std::uint64_t now) const noexcept {
-    if (looked_up_.valid && looked_up_.now == now && looked_up_.mac == mac) return looked_up_.port;
+std::uint16_t Fdb::lookup_in_table(const Mac& mac, std::uint64_t now) const noexcept {
     const std::size_t i = find_slot(mac);
     const std::uint16_t port = (i == table_.size() || expired(table_[i], now)) ? kNoPort : table_[i].port;
     looked_up_ = Memo{mac, port, true, now};

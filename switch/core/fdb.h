@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace shesha::core {
@@ -27,9 +28,26 @@ public:
     // Static entries never age and are never moved by learning. False if the table is full.
     bool add_static(const Mac& mac, std::uint16_t port);
     // Learns (or refreshes) the source MAC of a frame seen on port. Multicast sources are ignored.
-    void learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept;
+    void learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
+        // Same station, same port, same now as the last learn: it would only rewrite last_seen = now.
+        if (learned_.valid && learned_.now == now && learned_.port == port && same_mac(learned_.mac, mac)) return;
+        learn_in_table(mac, port, now);
+    }
     // Port for a unicast destination, or kNoPort (unknown or aged out: flood).
-    std::uint16_t lookup(const Mac& mac, std::uint64_t now) const noexcept;
+    std::uint16_t lookup(const Mac& mac, std::uint64_t now) const noexcept {
+        if (looked_up_.valid && looked_up_.now == now && same_mac(looked_up_.mac, mac)) return looked_up_.port;
+        return lookup_in_table(mac, now);
+    }
+    // std::array's == becomes a call to memcmp; two loads and compares do not.
+    static bool same_mac(const Mac& a, const Mac& b) noexcept {
+        std::uint32_t a4, b4;
+        std::uint16_t a2, b2;
+        std::memcpy(&a4, a.data(), 4);
+        std::memcpy(&b4, b.data(), 4);
+        std::memcpy(&a2, a.data() + 4, 2);
+        std::memcpy(&b2, b.data() + 4, 2);
+        return ((a4 ^ b4) | static_cast<std::uint32_t>(a2 ^ b2)) == 0;
+    }
     // Removes aged dynamic entries; returns how many. Call now and then from the control loop.
     std::size_t age(std::uint64_t now) noexcept;
     std::size_t size() const noexcept;
@@ -54,6 +72,8 @@ private:
         std::uint64_t now = 0;
     };
     void forget_memos() noexcept;
+    void learn_in_table(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept;
+    std::uint16_t lookup_in_table(const Mac& mac, std::uint64_t now) const noexcept;
     std::size_t home_slot(const Mac& mac) const noexcept;
     std::size_t find_slot(const Mac& mac) const noexcept;  // table_.size() if absent
     void erase_slot(std::size_t slot) noexcept;

@@ -196,8 +196,9 @@ std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[
 
 // ---- RX stage: classify and decode (stateless but for counters) ------------------------------
 
-// Common outcomes are counted in the burst's tally (see settle_rx), rare ones directly.
-void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta, RxTally& tally) noexcept {
+// Common outcomes are counted in the burst's tally (see settle_rx), rare ones directly. Inlined
+// into the burst loops; frames that are not IPv4 skip frame::classify (which would say NonIp too).
+[[gnu::always_inline]] inline void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta, RxTally& tally) noexcept {
     meta = PacketMeta{};
     meta.in_port = in_index;
     tally.bytes += rte_pktmbuf_pkt_len(m);
@@ -211,7 +212,14 @@ void Switch::inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, Packet
     }
 
     const auto* data = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    const frame::FrameInfo info = frame::classify({data, rte_pktmbuf_data_len(m)}, cfg_.udp_port);
+    const std::uint16_t data_len = rte_pktmbuf_data_len(m);
+    if (data_len < frame::kEthHeaderSize ||
+        (load_be16(data + 12) != frame::kEtherTypeIpv4 && load_be16(data + 12) != frame::kEtherTypeVlan)) {
+        meta.cls = PacketClass::Plain;
+        ++tally.non_ip;
+        return;
+    }
+    const frame::FrameInfo info = frame::classify({data, data_len}, cfg_.udp_port);
     switch (info.kind) {
     case frame::FrameKind::NonIp:
         meta.cls = PacketClass::Plain;
@@ -268,7 +276,9 @@ void Switch::settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t pac
 
 // ---- forwarding stage (egress owner) ----------------------------------------------------------
 
-void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
+// Inlined into the burst loops: the common case (a plain frame to a known port, or flooded between
+// two ports) runs without a call; policy checks and flood copies are out of line.
+[[gnu::always_inline]] inline void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
     const std::uint16_t in = meta.in_port;
     const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
     const core::Mac dst = mac_at(eth);
@@ -285,27 +295,7 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
 
     bool mergeable = false;
     std::uint32_t tolerance = 0;
-    if (meta.cls == PacketClass::Gradient) {
-        switch (policy_.check(meta.cluster_id, src, meta.src_ip, tolerance)) {
-        case core::MergeVerdict::Merge:
-            mergeable = cfg_.aggregation;
-            break;
-        case core::MergeVerdict::NoAggregation:
-            bump(egress_->no_aggregation);
-            break;
-        case core::MergeVerdict::UnknownCluster:
-            bump(egress_->unknown_cluster);
-            break;
-        case core::MergeVerdict::NotMember:
-            bump(egress_->non_member);
-            if (policy_.non_member_action() == core::NonMemberAction::Drop) {
-                bump(egress_->non_member_dropped);
-                rte_pktmbuf_free(m);
-                return;
-            }
-            break;
-        }
-    }
+    if (meta.cls == PacketClass::Gradient && !admit_gradient(m, meta, src, mergeable, tolerance)) return;
 
     const std::uint16_t out = core::is_multicast(dst) ? core::kNoPort : fdb_.lookup(dst, now);
     if (out == in) {  // the destination lives behind the ingress port: never send it back
@@ -317,7 +307,44 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
         enqueue_to(out, m, meta, mergeable, tolerance, now);
         return;
     }
+    if (ports_.size() == 2 && flood_last_[in] != core::kNoPort) {
+        // Two ports: the flood is the original to the other port, no copies.
+        ++flooded_pending_[in];
+        enqueue_to(flood_last_[in], m, meta, mergeable, tolerance, now);
+        return;
+    }
+    flood(m, meta, mergeable, tolerance, now);
+}
 
+// Cluster policy for an fp32 GRADIENT: whether it may merge, with which version tolerance, and
+// whether it travels at all (false: dropped and freed here).
+bool Switch::admit_gradient(rte_mbuf* m, const PacketMeta& meta, const core::Mac& src, bool& mergeable,
+                            std::uint32_t& tolerance) noexcept {
+    switch (policy_.check(meta.cluster_id, src, meta.src_ip, tolerance)) {
+    case core::MergeVerdict::Merge:
+        mergeable = cfg_.aggregation;
+        break;
+    case core::MergeVerdict::NoAggregation:
+        bump(egress_->no_aggregation);
+        break;
+    case core::MergeVerdict::UnknownCluster:
+        bump(egress_->unknown_cluster);
+        break;
+    case core::MergeVerdict::NotMember:
+        bump(egress_->non_member);
+        if (policy_.non_member_action() == core::NonMemberAction::Drop) {
+            bump(egress_->non_member_dropped);
+            rte_pktmbuf_free(m);
+            return false;
+        }
+        break;
+    }
+    return true;
+}
+
+void Switch::flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uint32_t tolerance,
+                   std::uint64_t now) noexcept {
+    const std::uint16_t in = meta.in_port;
     // Flood: a private copy for every other port but the last, which gets the original (queues
     // write into their packets when merging or marking, so copies must not share data).
     const std::uint16_t n = static_cast<std::uint16_t>(ports_.size());
@@ -347,8 +374,8 @@ void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noe
 // right after it). Every other arrival is staged and enqueued with the rest of its burst in order,
 // and a GRADIENT first flushes its port's staged arrivals, so every queue sees the same sequence
 // of enqueues, at the same instant, as one enqueue() per packet would give.
-void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
-                        std::uint32_t tolerance, std::uint64_t now) noexcept {
+[[gnu::always_inline]] inline void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta,
+                                                      bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept {
     PortState& port = *ports_[out_index];
     if (meta.cls != PacketClass::Gradient) {
         if (unlikely(port.n_staged == kMaxBurst)) flush_staged(port, now);
@@ -363,6 +390,12 @@ void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& 
         s.mergeable = false;  // only GRADIENTs merge; the merge fields below are then unused
         return;
     }
+    enqueue_gradient(out_index, m, meta, mergeable, tolerance, now);
+}
+
+void Switch::enqueue_gradient(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
+                              std::uint32_t tolerance, std::uint64_t now) noexcept {
+    PortState& port = *ports_[out_index];
     flush_staged(port, now);
     core::Arrival a;
     a.handle = m;

@@ -134,8 +134,13 @@ private:
     void flush_staged(PortState& port, std::uint64_t now) noexcept;
     void finish_forwarding(std::uint64_t now) noexcept;
     void forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
+    bool admit_gradient(rte_mbuf* m, const PacketMeta& meta, const core::Mac& src, bool& mergeable,
+                        std::uint32_t& tolerance) noexcept;
+    void flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept;
     void enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
                     std::uint32_t tolerance, std::uint64_t now) noexcept;
+    void enqueue_gradient(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
+                          std::uint32_t tolerance, std::uint64_t now) noexcept;
     void send_feedback(const PacketMeta& meta, const std::uint8_t* frame, std::uint16_t out_index,
                        std::uint64_t now) noexcept;
     unsigned transmit(PortState& port, std::uint64_t now) noexcept;
