@@ -17,7 +17,7 @@ packages=(
   # verifier
   libz3-dev
   # lab and integration tests
-  iproute2 ethtool iputils-ping tcpdump iperf3 socat tshark python3-matplotlib
+  iproute2 ethtool iputils-ping tcpdump iperf3 socat tshark python3-matplotlib python3-yaml
 )
 
 missing=()
