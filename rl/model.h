@@ -128,6 +128,13 @@ struct OptimizerConfig {
     float adam_beta2 = 0.999F;
 };
 
+// An optimizer's internal state, for checkpoints: its step count and per-parameter buffers
+// (SGD: none; shared RMSProp: the squared-gradient average; Adam: first, then second moment).
+struct OptimizerState {
+    std::uint64_t steps = 0;
+    std::vector<std::vector<float>> buffers;
+};
+
 // Applies flat gradients to flat parameters. One instance holds the optimizer state shared by all
 // actors (A3C's "shared statistics" RMSProp): whoever applies a gradient updates the same state.
 class Optimizer {
@@ -143,6 +150,11 @@ public:
                        float scale) = 0;
     virtual std::size_t parameter_count() const = 0;
     virtual std::uint64_t steps() const = 0;
+
+    // Checkpointing. restore() returns false (nothing changes) when the number or sizes of the
+    // buffers do not match this optimizer's kind and parameter count.
+    virtual OptimizerState state() const = 0;
+    virtual bool restore(const OptimizerState& state) = 0;
 };
 
 }  // namespace shesha::rl

@@ -27,6 +27,14 @@ public:
     }
     std::size_t parameter_count() const override { return count_; }
     std::uint64_t steps() const override { return steps_; }
+    OptimizerState state() const override { return {steps_, {}}; }
+    bool restore(const OptimizerState& state) override {
+        if (!state.buffers.empty()) {
+            return false;
+        }
+        steps_ = state.steps;
+        return true;
+    }
 
 private:
     OptimizerConfig config_;
@@ -58,6 +66,15 @@ public:
     }
     std::size_t parameter_count() const override { return square_average_.size(); }
     std::uint64_t steps() const override { return steps_; }
+    OptimizerState state() const override { return {steps_, {square_average_}}; }
+    bool restore(const OptimizerState& state) override {
+        if (state.buffers.size() != 1 || state.buffers[0].size() != square_average_.size()) {
+            return false;
+        }
+        square_average_ = state.buffers[0];
+        steps_ = state.steps;
+        return true;
+    }
 
 private:
     OptimizerConfig config_;
@@ -97,6 +114,17 @@ public:
     }
     std::size_t parameter_count() const override { return first_moment_.size(); }
     std::uint64_t steps() const override { return steps_; }
+    OptimizerState state() const override { return {steps_, {first_moment_, second_moment_}}; }
+    bool restore(const OptimizerState& state) override {
+        if (state.buffers.size() != 2 || state.buffers[0].size() != first_moment_.size() ||
+            state.buffers[1].size() != second_moment_.size()) {
+            return false;
+        }
+        first_moment_ = state.buffers[0];
+        second_moment_ = state.buffers[1];
+        steps_ = state.steps;
+        return true;
+    }
 
 private:
     OptimizerConfig config_;

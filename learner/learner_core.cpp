@@ -1,0 +1,331 @@
+#include "learner_core.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "drl_wire.h"
+
+namespace shesha::learner {
+
+namespace {
+
+transport::ChunkLayout checked_layout(std::size_t model_elems, std::uint32_t chunk_elems) {
+    std::string error;
+    auto layout = transport::make_layout(static_cast<std::uint32_t>(model_elems), chunk_elems, &error);
+    if (!layout) throw std::invalid_argument("chunk layout: " + error);
+    return *layout;
+}
+
+}  // namespace
+
+LearnerCore::LearnerCore(const drl::ClusterConfig& config, std::uint16_t cluster_id, std::vector<float> initial,
+                         std::uint32_t incarnation, SendFn send)
+    : config_(config),
+      cluster_id_(cluster_id),
+      layout_(checked_layout(initial.size(), config.transport.chunk_elems)),
+      incarnation_(incarnation),
+      send_(std::move(send)),
+      parameters_(std::move(initial)),
+      published_(parameters_),
+      scratch_(parameters_.size(), 0.0F),
+      reassembler_(layout_, cluster_id, proto::MsgType::Gradient, transport::ApplyMode::Accumulate),
+      tx_(proto::kHeaderSize + std::size_t{proto::kMaxElements} * sizeof(float)) {
+    for (std::uint16_t k = 0; k < layout_.chunk_count; ++k)
+        optimizers_.push_back(rl::Optimizer::create(config.optimizer, layout_.elems_in(k)));
+    rebuild_planner();
+}
+
+bool LearnerCore::restore(const LearnerState& state, std::string& error) {
+    if (state.parameters.size() != parameters_.size()) {
+        error = "checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model has " +
+                std::to_string(parameters_.size());
+        return false;
+    }
+    if (state.optimizers.size() != optimizers_.size()) {
+        error = "checkpoint has " + std::to_string(state.optimizers.size()) + " optimizer slices, the layout has " +
+                std::to_string(optimizers_.size()) + " chunks (different transport.chunk_elems?)";
+        return false;
+    }
+    if (!transport::all_finite(state.parameters)) {
+        error = "checkpoint parameters are not all finite";
+        return false;
+    }
+    // Check every slice before changing any, so a mismatch leaves the learner as it was.
+    for (std::size_t k = 0; k < optimizers_.size(); ++k) {
+        auto probe = rl::Optimizer::create(config_.optimizer, optimizers_[k]->parameter_count());
+        if (!probe->restore(state.optimizers[k])) {
+            error = "checkpoint optimizer state of chunk " + std::to_string(k) +
+                    " does not fit the configured optimizer (different optimizer.kind?)";
+            return false;
+        }
+    }
+    for (std::size_t k = 0; k < optimizers_.size(); ++k) optimizers_[k]->restore(state.optimizers[k]);
+    parameters_ = state.parameters;
+    published_ = state.parameters;
+    version_ = state.version;
+    resumed_ = true;
+    resumed_env_steps_ = state.env_steps;
+    resumed_chunks_ = state.chunks_applied;
+    for (WorkerInfo& w : workers_) w.any_steps = false;
+    return true;
+}
+
+LearnerState LearnerCore::snapshot_state() const {
+    LearnerState s;
+    s.cluster_id = cluster_id_;
+    s.version = version_;
+    s.env_steps = env_steps();
+    s.chunks_applied = resumed_chunks_ + c_.chunks_applied;
+    s.parameters = parameters_;
+    for (const auto& o : optimizers_) s.optimizers.push_back(o->state());
+    return s;
+}
+
+std::size_t LearnerCore::active_workers() const noexcept {
+    return static_cast<std::size_t>(std::count_if(workers_.begin(), workers_.end(), [](const WorkerInfo& w) { return w.active; }));
+}
+
+std::uint64_t LearnerCore::env_steps() const noexcept {
+    // A fresh learner counts every step a worker reports; a resumed one only the steps reported
+    // after the first chunk it saw from each worker (the checkpoint holds the ones before).
+    std::uint64_t total = resumed_env_steps_;
+    for (const WorkerInfo& w : workers_) {
+        if (!w.any_steps) continue;
+        total += resumed_ ? std::uint32_t(w.env_steps_latest - w.env_steps_first) : w.env_steps_latest;
+    }
+    return total;
+}
+
+WorkerInfo* LearnerCore::find_worker(std::uint32_t id) noexcept {
+    for (WorkerInfo& w : workers_)
+        if (w.id == id) return &w;
+    return nullptr;
+}
+
+WorkerInfo* LearnerCore::register_worker(std::uint32_t id, const sockaddr_in& from, std::uint64_t now_mono) {
+    WorkerInfo* w = find_worker(id);
+    if (w == nullptr) {
+        if (workers_.size() >= config_.learner.max_workers) {
+            ++c_.workers_overflow;
+            return nullptr;
+        }
+        WorkerInfo info;
+        info.id = id;
+        info.addr = from;
+        info.last_heard_ns = now_mono;
+        workers_.push_back(info);
+        rebuild_planner();
+        return &workers_.back();
+    }
+    w->addr = from;  // a restarted worker may come back on another port
+    w->last_heard_ns = now_mono;
+    if (!w->active) {
+        w->active = true;
+        rebuild_planner();
+    }
+    return w;
+}
+
+namespace {
+void add_planner_stats(transport::CreditPlannerStats& total, const transport::CreditPlannerStats& s) {
+    total.chunks += s.chunks;
+    total.units_named += s.units_named;
+    total.units_spread += s.units_spread;
+    total.echoes += s.echoes;
+    total.unknown_worker += s.unknown_worker;
+    total.wrong_cluster += s.wrong_cluster;
+}
+}  // namespace
+
+transport::CreditPlannerStats LearnerCore::planner_stats() const noexcept {
+    transport::CreditPlannerStats total = planner_stats_total_;
+    if (planner_) add_planner_stats(total, planner_->stats());
+    return total;
+}
+
+void LearnerCore::rebuild_planner() {
+    if (planner_) add_planner_stats(planner_stats_total_, planner_->stats());
+    std::vector<std::uint32_t> ids;
+    for (const WorkerInfo& w : workers_)
+        if (w.active) ids.push_back(w.id);
+    // CreditPlanner needs at least one worker; with none active there is nobody to credit.
+    planner_.reset();
+    if (ids.empty()) return;
+    planner_ = std::make_unique<transport::CreditPlanner>(cluster_id_, ids);
+    grants_.resize(planner_->max_grants());
+}
+
+void LearnerCore::on_datagram(std::span<const std::uint8_t> bytes, const sockaddr_in& from, std::uint64_t now_real,
+                              std::uint64_t now_mono) {
+    ++c_.datagrams;
+    proto::Message m;
+    const proto::DecodeError err = proto::decode(bytes, m);
+    if (err != proto::DecodeError::Ok) {
+        ++c_.decode_errors[static_cast<std::size_t>(err)];
+        ++c_.decode_errors_total;
+        return;
+    }
+    if (m.hdr.type == proto::MsgType::Gradient) {
+        handle_gradient(m, bytes, from, now_real, now_mono);
+    } else if (drl::is_model_request(m.hdr)) {
+        handle_model_request(m.hdr, from, now_mono);
+    } else {
+        ++c_.unexpected_type;
+    }
+}
+
+void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes,
+                                  const sockaddr_in& from, std::uint64_t now_real, std::uint64_t now_mono) {
+    const proto::Header& h = m.hdr;
+    ++c_.gradient_chunks;
+    if (h.flags & proto::flag::kCongestionExperienced) ++c_.ce_chunks;
+    WorkerInfo* worker = nullptr;
+    if (h.cluster_id == cluster_id_) {
+        worker = register_worker(h.worker_id, from, now_mono);
+        const std::uint32_t steps = drl::gradient_env_steps(bytes);
+        if (worker != nullptr && steps != 0) {
+            if (!worker->any_steps) {
+                worker->any_steps = true;
+                worker->env_steps_first = steps;
+                worker->env_steps_latest = steps;
+            } else if (drl::serial_after(steps, worker->env_steps_latest)) {
+                worker->env_steps_latest = steps;
+            }
+        }
+    }
+
+    // The Reassembler validates (type, F32, cluster, chunk count and index, element count, length,
+    // finite) and adds the chunk into a zeroed slice of scratch_; refusals are counted there.
+    const auto slice = transport::chunk_slice(layout_, std::span<float>(scratch_), h.chunk_index);
+    std::fill(slice.begin(), slice.end(), 0.0F);
+    const transport::ApplyResult result = reassembler_.apply(m, scratch_);
+    if (result == transport::ApplyResult::Ok) {
+        std::uint32_t staleness = 0;
+        if (drl::serial_after(h.model_version, version_)) {
+            ++c_.version_ahead;  // computed on a newer model than ours: a learner resumed from an older checkpoint
+        } else {
+            staleness = version_ - h.model_version;
+        }
+        float scale = 1.0F / static_cast<float>(h.contrib_count);
+        if (config_.learner.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
+        const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
+        optimizers_[h.chunk_index]->apply(params, slice, scale);
+        ++c_.chunks_applied;
+        c_.contributions_applied += h.contrib_count;
+        if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;
+        if (h.flags & proto::flag::kSenderMerged) ++c_.sender_merged_chunks;
+        ++staleness_.count;
+        staleness_.sum += staleness;
+        staleness_.max = std::max(staleness_.max, staleness);
+        ++staleness_.histogram[std::min<std::size_t>(staleness, kStalenessBuckets)];
+        aom_.on_receive(now_real, h.ts_latest_ns);
+        ++applied_since_publish_;
+        if (worker != nullptr) ++worker->chunks_applied;
+    }
+    if (h.cluster_id == cluster_id_) send_credits(h);
+}
+
+void LearnerCore::send_credits(const proto::Header& h) {
+    if (!planner_) return;
+    const std::size_t n = planner_->plan(h, version_, grants_);
+    for (std::size_t i = 0; i < n; ++i) {
+        const transport::CreditGrant& g = grants_[i];
+        const WorkerInfo* w = find_worker(g.worker_id);
+        if (w == nullptr) continue;
+        proto::Header out;
+        out.type = proto::MsgType::Credit;
+        out.elem_type = proto::ElemType::None;
+        out.flags = g.flags;
+        out.cluster_id = cluster_id_;
+        out.worker_id = g.worker_id;
+        out.model_version = version_;
+        out.seq = incarnation_;
+        out.elem_count = 0;
+        out.ts_earliest_ns = h.ts_latest_ns;
+        out.ts_latest_ns = h.ts_latest_ns;
+        std::array<std::uint8_t, proto::kCreditBodySize> body{};
+        proto::encode_credit(g.body, body);
+        const std::size_t len = proto::encode(out, body, tx_);
+        if (len != 0 && send_(w->addr, {tx_.data(), len})) {
+            ++c_.credit_messages;
+            c_.credit_units += g.body.credits;
+        }
+    }
+}
+
+void LearnerCore::handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono) {
+    if (h.cluster_id != cluster_id_) {
+        ++c_.foreign_requests;
+        return;
+    }
+    ++c_.model_requests;
+    WorkerInfo* w = register_worker(h.worker_id, from, now_mono);
+    if (w == nullptr) return;
+    if (w->last_model_sent_ns != 0 && now_mono - w->last_model_sent_ns < kModelResendMinNs) {
+        ++c_.model_requests_rate_limited;
+        return;
+    }
+    send_model(*w, now_mono);
+}
+
+void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
+    for (std::uint16_t k = 0; k < layout_.chunk_count; ++k) {
+        proto::Header h;
+        h.type = proto::MsgType::Model;
+        h.elem_type = proto::ElemType::F32;
+        h.cluster_id = cluster_id_;
+        h.worker_id = w.id;
+        h.model_version = version_;
+        h.seq = incarnation_;
+        transport::set_chunk_fields(layout_, k, h);
+        h.ts_earliest_ns = published_real_ns_;
+        h.ts_latest_ns = published_real_ns_;
+        const auto elems = transport::chunk_slice(layout_, std::span<const float>(published_), k);
+        const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), elems.size_bytes());
+        const std::size_t len = proto::encode(h, body, tx_);
+        if (len != 0 && send_(w.addr, {tx_.data(), len})) ++c_.model_chunks_sent;
+    }
+    w.last_model_sent_ns = now_mono;
+}
+
+bool LearnerCore::publish_now(std::uint64_t now_real, std::uint64_t now_mono) {
+    if (applied_since_publish_ == 0) return false;
+    ++version_;
+    published_ = parameters_;
+    published_real_ns_ = now_real;
+    applied_since_publish_ = 0;
+    last_publish_mono_ = now_mono;
+    last_rebroadcast_mono_ = now_mono;
+    ++c_.versions_published;
+    for (WorkerInfo& w : workers_)
+        if (w.active) send_model(w, now_mono);
+    return true;
+}
+
+bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
+    if (published_real_ns_ == 0) published_real_ns_ = now_real;  // version 1 (or the resumed one)
+    // Workers silent for too long stop receiving broadcasts (and credits in the plan).
+    const std::uint64_t timeout = std::uint64_t{config_.learner.worker_timeout_ms} * 1'000'000;
+    bool changed = false;
+    for (WorkerInfo& w : workers_) {
+        if (w.active && now_mono - w.last_heard_ns > timeout) {
+            w.active = false;
+            ++c_.workers_expired;
+            changed = true;
+        }
+    }
+    if (changed) rebuild_planner();
+
+    if (now_mono - last_publish_mono_ >= std::uint64_t{config_.learner.publish_interval_ms} * 1'000'000 &&
+        publish_now(now_real, now_mono))
+        return true;
+    if (now_mono - last_rebroadcast_mono_ >= std::uint64_t{config_.learner.rebroadcast_ms} * 1'000'000) {
+        last_rebroadcast_mono_ = now_mono;
+        ++c_.rebroadcasts;
+        for (WorkerInfo& w : workers_)
+            if (w.active) send_model(w, now_mono);
+    }
+    return false;
+}
+
+}  // namespace shesha::learner

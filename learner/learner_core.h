@@ -1,0 +1,172 @@
+// The learner's protocol engine, without sockets, clocks or libtorch: every datagram, the current
+// time and the send function are parameters, so unit tests drive it with exact inputs.
+//
+//   GRADIENT  validated by the Reassembler (type, F32, cluster, layout, finite); a valid chunk is
+//             applied at once to its parameter slice with that slice's optimizer, scaled by
+//             1 / contrib_count (the average of the merged updates) and, with staleness scaling,
+//             by 1 / (1 + staleness); every GRADIENT of the cluster is answered with the CREDITs
+//             CreditPlanner plans (CE echoed), applied or not, since it left flight either way.
+//   MODEL     with elem_count 0: a worker's model request (drl_wire.h), answered with the whole
+//             published model, at most once per kModelResendMinNs per worker.
+//   publish   a new version (a snapshot of the parameters) at most every publish_interval_ms when
+//             anything was applied since the last one, broadcast to every active worker;
+//   rebroadcast  the published version again every rebroadcast_ms (lost chunks, new workers).
+//
+// Age-of-Model and staleness are computed here exactly as docs/aom.md defines them.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "aom_tracker.h"
+#include "cluster_config.h"
+#include "model.h"
+#include "transport/chunking.h"
+#include "transport/credit_planner.h"
+
+namespace shesha::learner {
+
+inline constexpr std::uint64_t kModelResendMinNs = 20'000'000;  // per worker, for requests
+inline constexpr std::size_t kStalenessBuckets = 32;            // exact counts 0..31, then ">= 32"
+
+struct LearnerCounters {
+    std::uint64_t datagrams = 0;
+    std::array<std::uint64_t, proto::kDecodeErrorCount> decode_errors{};  // by DecodeError
+    std::uint64_t decode_errors_total = 0;
+    std::uint64_t unexpected_type = 0;       // CREDIT, FEEDBACK or a non-request MODEL sent to us
+    std::uint64_t gradient_chunks = 0;       // decoded GRADIENT messages (any cluster)
+    std::uint64_t chunks_applied = 0;
+    std::uint64_t contributions_applied = 0; // sum of contrib_count over applied chunks
+    std::uint64_t merged_chunks = 0;         // applied chunks with the MERGED flag (in-network)
+    std::uint64_t sender_merged_chunks = 0;  // applied chunks with SENDER_MERGED
+    std::uint64_t ce_chunks = 0;             // applied or not, chunks carrying CE
+    std::uint64_t version_ahead = 0;         // base version newer than ours (after a resume): staleness 0
+    std::uint64_t credit_messages = 0;
+    std::uint64_t credit_units = 0;
+    std::uint64_t model_requests = 0;
+    std::uint64_t model_requests_rate_limited = 0;
+    std::uint64_t foreign_requests = 0;      // model requests naming another cluster
+    std::uint64_t versions_published = 0;
+    std::uint64_t model_chunks_sent = 0;
+    std::uint64_t rebroadcasts = 0;
+    std::uint64_t workers_overflow = 0;      // a new worker beyond max_workers: not registered
+    std::uint64_t workers_expired = 0;
+};
+
+struct StalenessStats {
+    std::uint64_t count = 0;
+    double sum = 0.0;
+    std::uint32_t max = 0;
+    std::array<std::uint64_t, kStalenessBuckets + 1> histogram{};  // last: >= kStalenessBuckets
+    double mean() const noexcept { return count ? sum / static_cast<double>(count) : 0.0; }
+};
+
+struct WorkerInfo {
+    std::uint32_t id = 0;
+    sockaddr_in addr{};
+    bool active = true;
+    std::uint64_t last_heard_ns = 0;       // monotonic
+    std::uint64_t last_model_sent_ns = 0;  // monotonic, 0: never
+    bool any_steps = false;
+    std::uint32_t env_steps_first = 0;     // first count seen in this incarnation (baseline on resume)
+    std::uint32_t env_steps_latest = 0;
+    std::uint64_t chunks_applied = 0;
+};
+
+// What a checkpoint holds (learner/checkpoint.h writes and reads it).
+struct LearnerState {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t version = 1;
+    std::uint64_t env_steps = 0;
+    std::uint64_t chunks_applied = 0;
+    std::vector<float> parameters;
+    std::vector<rl::OptimizerState> optimizers;  // one per chunk
+};
+
+class LearnerCore {
+public:
+    using SendFn = std::function<bool(const sockaddr_in& to, std::span<const std::uint8_t> message)>;
+
+    // initial: the parameters of version 1 (or of the resumed state). Throws std::invalid_argument
+    // when the layout is impossible.
+    LearnerCore(const drl::ClusterConfig& config, std::uint16_t cluster_id, std::vector<float> initial,
+                std::uint32_t incarnation, SendFn send);
+
+    // Restores parameters, version, counts and optimizer states; false (nothing changes) if the
+    // state does not fit this model/optimizer, with the reason in error.
+    bool restore(const LearnerState& state, std::string& error);
+    LearnerState snapshot_state() const;
+
+    // now_real: CLOCK_REALTIME ns (AoM, timestamps), now_mono: CLOCK_MONOTONIC ns (cadences).
+    void on_datagram(std::span<const std::uint8_t> bytes, const sockaddr_in& from, std::uint64_t now_real,
+                     std::uint64_t now_mono);
+    // Timers; call often. Returns true if a new version was published.
+    bool on_tick(std::uint64_t now_real, std::uint64_t now_mono);
+    // Publishes now if anything was applied since the last version (used before evaluations and
+    // at exit, so the snapshot evaluated/saved carries a version of its own).
+    bool publish_now(std::uint64_t now_real, std::uint64_t now_mono);
+
+    std::uint32_t version() const noexcept { return version_; }
+    std::uint32_t incarnation() const noexcept { return incarnation_; }
+    std::span<const float> parameters() const noexcept { return parameters_; }
+    std::span<const float> published() const noexcept { return published_; }
+    const transport::ChunkLayout& layout() const noexcept { return layout_; }
+    const LearnerCounters& counters() const noexcept { return c_; }
+    const transport::ReassemblerStats& reassembler_stats() const noexcept { return reassembler_.stats(); }
+    transport::CreditPlannerStats planner_stats() const noexcept;  // summed over planner rebuilds
+    const StalenessStats& staleness() const noexcept { return staleness_; }
+    tools::AomTracker& aom() noexcept { return aom_; }
+    const std::vector<WorkerInfo>& workers() const noexcept { return workers_; }
+    std::size_t active_workers() const noexcept;
+    // Env steps reported by the workers (cumulative counters in GRADIENT reserved bytes), plus
+    // what the resumed checkpoint held.
+    std::uint64_t env_steps() const noexcept;
+
+private:
+    WorkerInfo* find_worker(std::uint32_t id) noexcept;
+    WorkerInfo* register_worker(std::uint32_t id, const sockaddr_in& from, std::uint64_t now_mono);
+    void rebuild_planner();
+    void handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes, const sockaddr_in& from,
+                         std::uint64_t now_real, std::uint64_t now_mono);
+    void handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono);
+    void send_model(WorkerInfo& w, std::uint64_t now_mono);
+    void send_credits(const proto::Header& h);
+
+    drl::ClusterConfig config_;
+    std::uint16_t cluster_id_;
+    transport::ChunkLayout layout_;
+    std::uint32_t incarnation_;
+    SendFn send_;
+
+    std::vector<float> parameters_;
+    std::vector<float> published_;
+    std::vector<float> scratch_;  // one chunk's gradient, validated by the Reassembler
+    std::vector<std::unique_ptr<rl::Optimizer>> optimizers_;  // one per chunk: element-wise state
+    transport::Reassembler reassembler_;
+    std::unique_ptr<transport::CreditPlanner> planner_;
+    transport::CreditPlannerStats planner_stats_total_;  // summed over planner rebuilds
+    std::vector<transport::CreditGrant> grants_;
+
+    std::uint32_t version_ = 1;
+    std::uint64_t published_real_ns_ = 0;
+    std::uint64_t last_publish_mono_ = 0;
+    std::uint64_t last_rebroadcast_mono_ = 0;
+    std::uint64_t applied_since_publish_ = 0;
+    bool resumed_ = false;
+    std::uint64_t resumed_env_steps_ = 0;
+    std::uint64_t resumed_chunks_ = 0;
+
+    std::vector<WorkerInfo> workers_;
+    std::vector<std::uint8_t> tx_;
+    LearnerCounters c_;
+    StalenessStats staleness_;
+    tools::AomTracker aom_;
+};
+
+}  // namespace shesha::learner

@@ -1,0 +1,493 @@
+// shesha-learner: the parameter server of one DRL cluster. Receives GRADIENT chunks over UDP
+// (straight from workers or merged by shesha-switch), applies each to its parameter slice on
+// arrival, publishes MODEL versions, credits the workers, evaluates the policy, measures
+// Age-of-Model and staleness, and checkpoints. See README ("Distributed DRL") and docs/aom.md.
+//
+// Exit status: 0 target reached (or no target given), 1 target missed or a runtime error, 2 bad
+// command line, configuration or checkpoint.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "a3c_trainer.h"
+#include "checkpoint.h"
+#include "cluster_config.h"
+#include "json_writer.h"
+#include "learner_core.h"
+#include "tool_util.h"
+
+namespace shesha::learner {
+namespace {
+
+constexpr int kExitMissed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kReceiveBurst = 256;
+
+struct Options {
+    std::string config_path;
+    std::uint32_t cluster = 0;
+    std::string bind;
+    std::optional<std::uint16_t> port;
+    double duration_s = 0;
+    std::optional<double> target;
+    std::string metrics_dir;
+    std::string checkpoint;
+    std::string resume;
+    std::uint32_t workers_expected = 0;
+    bool quiet = false;
+};
+
+struct EvalJob {
+    std::vector<float> parameters;
+    std::uint32_t version = 0;
+    std::uint64_t env_steps = 0;
+    double wall_s = 0;
+};
+
+struct EvalResult {
+    EvalJob job;
+    rl::EvaluationResult eval;
+};
+
+// Deterministic evaluation on its own thread and model copy, so the receive loop never stalls
+// for the episodes (a stalled loop would overflow the socket and stretch every credit round).
+class Evaluator {
+public:
+    Evaluator(const drl::ClusterConfig& c, std::unique_ptr<rl::ActorCritic> model)
+        : episodes_(c.learner.eval_episodes),
+          seed_(worker::envs::derive_worker_seed(c.seed, drl::kEvaluationStream)),
+          model_(std::move(model)),
+          thread_([this] { run(); }) {}
+    ~Evaluator() {
+        {
+            std::lock_guard lock(mutex_);
+            quit_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    bool idle() {
+        std::lock_guard lock(mutex_);
+        return !job_ && !busy_;
+    }
+    void submit(EvalJob job) {
+        {
+            std::lock_guard lock(mutex_);
+            job_ = std::move(job);
+        }
+        cv_.notify_all();
+    }
+    std::optional<EvalResult> take_result() {
+        std::lock_guard lock(mutex_);
+        auto r = std::move(result_);
+        result_.reset();
+        return r;
+    }
+
+private:
+    void run() {
+        for (;;) {
+            EvalJob job;
+            {
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return quit_ || job_; });
+                if (quit_) return;
+                job = std::move(*job_);
+                job_.reset();
+                busy_ = true;
+            }
+            model_->set_parameters(job.parameters);
+            const rl::EvaluationResult eval = rl::evaluate_policy(*model_, episodes_, seed_);
+            std::lock_guard lock(mutex_);
+            result_ = EvalResult{std::move(job), eval};
+            busy_ = false;
+        }
+    }
+
+    std::size_t episodes_;
+    std::uint64_t seed_;
+    std::unique_ptr<rl::ActorCritic> model_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::optional<EvalJob> job_;
+    std::optional<EvalResult> result_;
+    bool busy_ = false;
+    bool quit_ = false;
+    std::thread thread_;
+};
+
+struct RunSummary {
+    std::uint32_t resumed_version = 0;  // 0: fresh start
+    std::uint64_t evaluations = 0;
+    double last_eval_mean = 0, last_eval_min = 0, best_eval_mean = 0;
+    std::uint32_t last_eval_version = 0;
+    bool target_reached = false;
+    double seconds_to_target = 0;
+    std::uint64_t env_steps_to_target = 0;
+    std::uint64_t checkpoints_written = 0;
+    std::uint32_t last_checkpoint_version = 0;
+    std::uint64_t checkpoint_errors = 0;
+    std::uint64_t send_errors = 0;
+    std::uint64_t receive_errors = 0;
+    std::size_t workers_seen_max = 0;
+};
+
+std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTracker& aom, const RunSummary& s,
+                         double wall_s, bool final) {
+    tools::JsonWriter j;
+    j.begin_object();
+    j.field("cluster_id", std::uint64_t{o.cluster});
+    j.field("incarnation", core.incarnation());
+    j.field("final", final);
+    j.field("wall_seconds", wall_s);
+    j.field("version", core.version());
+    j.field("resumed_version", s.resumed_version);
+    j.field("env_steps", core.env_steps());
+    j.begin_object("eval");
+    j.field("count", s.evaluations);
+    j.field("last_mean_return", s.last_eval_mean);
+    j.field("last_min_return", s.last_eval_min);
+    j.field("last_version", s.last_eval_version);
+    j.field("best_mean_return", s.best_eval_mean);
+    j.end_object();
+    j.begin_object("target");
+    if (o.target) j.field("return", *o.target);
+    j.field("reached", s.target_reached);
+    j.field("seconds", s.seconds_to_target);
+    j.field("env_steps", s.env_steps_to_target);
+    j.end_object();
+    const LearnerCounters& c = core.counters();
+    const transport::ReassemblerStats& r = core.reassembler_stats();
+    j.begin_object("chunks");
+    j.field("received", c.gradient_chunks);
+    j.field("applied", c.chunks_applied);
+    j.field("contributions", c.contributions_applied);
+    j.field("merged", c.merged_chunks);
+    j.field("sender_merged", c.sender_merged_chunks);
+    j.field("ce_marked", c.ce_chunks);
+    j.field("version_ahead", c.version_ahead);
+    j.field("rejected_total", r.rejected_total());
+    j.begin_object("rejected");
+    for (std::size_t i = 1; i < transport::kApplyResultCount; ++i)
+        j.field(tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i))), r.rejected[i]);
+    j.end_object();
+    j.end_object();
+    j.field("datagrams", c.datagrams);
+    j.begin_object("decode_errors");
+    j.field("total", c.decode_errors_total);
+    for (int i = 1; i < proto::kDecodeErrorCount; ++i)
+        j.field(tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i))), c.decode_errors[static_cast<std::size_t>(i)]);
+    j.end_object();
+    j.field("unexpected_type", c.unexpected_type);
+    aom.advance(tools::realtime_ns());
+    j.begin_object("aom");
+    j.field("samples", aom.samples());
+    j.field("mean_ms", aom.mean_ns() / 1e6);
+    j.field("peak_ms", static_cast<double>(aom.peak_ns()) / 1e6);
+    j.end_object();
+    const StalenessStats& st = core.staleness();
+    j.begin_object("staleness");
+    j.field("count", st.count);
+    j.field("mean", st.mean());
+    j.field("max", st.max);
+    j.begin_array("histogram");
+    for (std::uint64_t n : st.histogram) j.field("", n);
+    j.end_array();
+    j.end_object();
+    j.begin_object("credits");
+    j.field("messages", c.credit_messages);
+    j.field("units", c.credit_units);
+    j.field("echoes", core.planner_stats().echoes);
+    j.field("unknown_worker", core.planner_stats().unknown_worker);
+    j.end_object();
+    j.begin_object("model");
+    j.field("versions_published", c.versions_published);
+    j.field("chunks_sent", c.model_chunks_sent);
+    j.field("rebroadcasts", c.rebroadcasts);
+    j.field("requests", c.model_requests);
+    j.field("requests_rate_limited", c.model_requests_rate_limited);
+    j.field("foreign_requests", c.foreign_requests);
+    j.end_object();
+    j.begin_object("workers");
+    j.field("expected", std::uint64_t{o.workers_expected});
+    j.field("known", std::uint64_t{core.workers().size()});
+    j.field("active", std::uint64_t{core.active_workers()});
+    j.field("expired", c.workers_expired);
+    j.field("overflow", c.workers_overflow);
+    j.begin_array("list");
+    for (const WorkerInfo& w : core.workers()) {
+        j.begin_object();
+        j.field("id", w.id);
+        j.field("endpoint", tools::format_endpoint(w.addr));
+        j.field("active", w.active);
+        j.field("chunks_applied", w.chunks_applied);
+        j.field("env_steps_reported", w.env_steps_latest);
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    j.begin_object("checkpoints");
+    j.field("written", s.checkpoints_written);
+    j.field("last_version", s.last_checkpoint_version);
+    j.field("errors", s.checkpoint_errors);
+    j.end_object();
+    j.field("send_errors", s.send_errors);
+    j.field("receive_errors", s.receive_errors);
+    j.end_object();
+    return j.str();
+}
+
+int run(const Options& o) {
+    drl::ClusterConfig config;
+    try {
+        config = drl::load_cluster_config(o.config_path);
+    } catch (const drl::ConfigError& e) {
+        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        return kExitUsage;
+    }
+    const auto bind_ip = tools::parse_ipv4(o.bind);
+    if (!bind_ip) {
+        fmt::print(stderr, "shesha-learner: --bind: not an IPv4 address: '{}'\n", o.bind);
+        return kExitUsage;
+    }
+    const std::uint16_t cluster_id = static_cast<std::uint16_t>(o.cluster);
+    std::string error;
+    auto model = rl::ActorCritic::create(
+        config.model, worker::envs::derive_worker_seed(config.seed, drl::kInitialWeightsStream), &error);
+    if (!model) {
+        fmt::print(stderr, "shesha-learner: {}: model: {}\n", o.config_path, error);
+        return kExitUsage;
+    }
+    std::vector<float> initial(model->parameter_count());
+    model->get_parameters(initial);
+
+    LearnerState resumed;
+    if (!o.resume.empty()) {
+        std::string env_name;
+        if (!load_checkpoint(o.resume, resumed, env_name, error)) {
+            fmt::print(stderr, "shesha-learner: --resume: {}\n", error);
+            return kExitUsage;
+        }
+        if (env_name != config.model.env_name || resumed.cluster_id != cluster_id) {
+            fmt::print(stderr, "shesha-learner: --resume: {} holds cluster {} on {}, not cluster {} on {}\n", o.resume,
+                       resumed.cluster_id, env_name, cluster_id, config.model.env_name);
+            return kExitUsage;
+        }
+    }
+    if (!o.metrics_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(o.metrics_dir, ec);
+        if (ec) {
+            fmt::print(stderr, "shesha-learner: --metrics-dir {}: {}\n", o.metrics_dir, ec.message());
+            return kExitUsage;
+        }
+    }
+
+    tools::UdpSocketOptions so;
+    so.bind_addr = *bind_ip;
+    so.bind_port = o.port.value_or(config.udp_port);
+    so.rcvbuf_bytes = 8 << 20;
+    so.sndbuf_bytes = 8 << 20;
+    const int fd = tools::open_udp_socket(so, error);
+    if (fd < 0) {
+        fmt::print(stderr, "shesha-learner: {}\n", error);
+        return kExitMissed;
+    }
+    tools::install_stop_signals();
+
+    RunSummary summary;
+    const auto incarnation = static_cast<std::uint32_t>(tools::realtime_ns() / 1'000'000);
+    LearnerCore core(config, cluster_id, initial, incarnation,
+                     [&](const sockaddr_in& to, std::span<const std::uint8_t> msg) {
+                         const ssize_t n = sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT,
+                                                  reinterpret_cast<const sockaddr*>(&to), sizeof to);
+                         if (n != static_cast<ssize_t>(msg.size())) {
+                             ++summary.send_errors;
+                             return false;
+                         }
+                         return true;
+                     });
+    if (!o.resume.empty()) {
+        if (!core.restore(resumed, error)) {
+            fmt::print(stderr, "shesha-learner: --resume {}: {}\n", o.resume, error);
+            ::close(fd);
+            return kExitUsage;
+        }
+        summary.resumed_version = resumed.version;
+        fmt::print("shesha-learner: resumed from {} at version {} ({} env steps)\n", o.resume, resumed.version,
+                   resumed.env_steps);
+    }
+    fmt::print("shesha-learner: cluster {} on {}:{}, {} parameters in {} chunks, incarnation {}, version {}\n",
+               cluster_id, o.bind, so.bind_port, initial.size(), core.layout().chunk_count, incarnation, core.version());
+    std::fflush(stdout);
+
+    FILE* csv = nullptr;
+    if (!o.metrics_dir.empty()) {
+        const std::string path = o.metrics_dir + "/learner.csv";
+        csv = std::fopen(path.c_str(), "w");
+        if (csv == nullptr) {
+            fmt::print(stderr, "shesha-learner: cannot write {}\n", path);
+            ::close(fd);
+            return kExitUsage;
+        }
+        std::fprintf(csv, "wall_seconds,env_steps,version,eval_mean_return,eval_min_return,chunks_applied,"
+                          "chunks_rejected,contributions,aom_now_ms,aom_mean_ms,aom_peak_ms,staleness_mean,workers_active\n");
+        std::fflush(csv);
+    }
+
+    Evaluator evaluator(config, rl::ActorCritic::create(config.model, 0));
+    const std::uint64_t start_mono = tools::monotonic_ns();
+    const auto wall = [&] { return static_cast<double>(tools::monotonic_ns() - start_mono) / 1e9; };
+    const std::uint64_t eval_period = std::uint64_t{config.learner.eval_interval_ms} * 1'000'000;
+    const std::uint64_t ckpt_period = std::uint64_t{config.learner.checkpoint_interval_ms} * 1'000'000;
+    std::uint64_t next_eval = start_mono + eval_period;
+    std::uint64_t next_ckpt = start_mono + ckpt_period;
+    bool stop = false;
+
+    const auto write_json = [&](bool final) {
+        if (o.metrics_dir.empty()) return;
+        std::string err;
+        if (!tools::write_text_file(o.metrics_dir + "/learner.json",
+                                    summary_json(o, core, core.aom(), summary, wall(), final), err))
+            fmt::print(stderr, "shesha-learner: {}\n", err);
+    };
+    const auto checkpoint = [&] {
+        if (o.checkpoint.empty()) return;
+        std::string err;
+        const LearnerState state = core.snapshot_state();
+        if (save_checkpoint(o.checkpoint, state, config.model.env_name, err)) {
+            ++summary.checkpoints_written;
+            summary.last_checkpoint_version = state.version;
+        } else {
+            ++summary.checkpoint_errors;
+            fmt::print(stderr, "shesha-learner: checkpoint: {}\n", err);
+        }
+    };
+
+    std::array<std::uint8_t, 65536> rx{};
+    while (!stop && !tools::stop_requested()) {
+        pollfd pfd{fd, POLLIN, 0};
+        ::poll(&pfd, 1, 1);
+        for (int i = 0; i < kReceiveBurst; ++i) {
+            sockaddr_in from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n = recvfrom(fd, rx.data(), rx.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
+            if (n < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++summary.receive_errors;
+                break;
+            }
+            core.on_datagram({rx.data(), static_cast<std::size_t>(n)}, from, tools::realtime_ns(), tools::monotonic_ns());
+        }
+        const std::uint64_t now_mono = tools::monotonic_ns();
+        const std::uint64_t now_real = tools::realtime_ns();
+        core.on_tick(now_real, now_mono);
+        summary.workers_seen_max = std::max(summary.workers_seen_max, core.workers().size());
+
+        if (now_mono >= next_eval && evaluator.idle()) {
+            next_eval = now_mono + eval_period;
+            core.publish_now(now_real, now_mono);
+            EvalJob job;
+            job.parameters.assign(core.published().begin(), core.published().end());
+            job.version = core.version();
+            job.env_steps = core.env_steps();
+            job.wall_s = wall();
+            evaluator.submit(std::move(job));
+        }
+        if (auto r = evaluator.take_result()) {
+            ++summary.evaluations;
+            summary.last_eval_mean = r->eval.mean_return;
+            summary.last_eval_min = r->eval.min_return;
+            summary.last_eval_version = r->job.version;
+            summary.best_eval_mean = std::max(summary.best_eval_mean, r->eval.mean_return);
+            core.aom().advance(now_real);
+            const LearnerCounters& c = core.counters();
+            const double aom_now_ms = core.aom().started()
+                ? static_cast<double>(static_cast<std::int64_t>(now_real - core.aom().latest_generation_ns())) / 1e6 : 0.0;
+            if (!o.quiet)
+                fmt::print("t {:7.1f} s  steps {:9}  version {:7}  eval mean {:7.1f} min {:7.1f}  applied {:9}  "
+                           "rejected {:5}  AoM mean {:7.2f} ms  staleness {:5.2f}  workers {}\n",
+                           r->job.wall_s, r->job.env_steps, r->job.version, r->eval.mean_return, r->eval.min_return,
+                           c.chunks_applied, core.reassembler_stats().rejected_total(), core.aom().mean_ns() / 1e6,
+                           core.staleness().mean(), core.active_workers());
+            std::fflush(stdout);
+            if (csv != nullptr) {
+                std::fprintf(csv, "%.3f,%llu,%u,%.3f,%.3f,%llu,%llu,%llu,%.3f,%.3f,%.3f,%.4f,%zu\n", r->job.wall_s,
+                             static_cast<unsigned long long>(r->job.env_steps), r->job.version, r->eval.mean_return,
+                             r->eval.min_return, static_cast<unsigned long long>(c.chunks_applied),
+                             static_cast<unsigned long long>(core.reassembler_stats().rejected_total()),
+                             static_cast<unsigned long long>(c.contributions_applied), aom_now_ms,
+                             core.aom().mean_ns() / 1e6, static_cast<double>(core.aom().peak_ns()) / 1e6,
+                             core.staleness().mean(), core.active_workers());
+                std::fflush(csv);
+            }
+            if (o.target && !summary.target_reached && r->eval.mean_return >= *o.target) {
+                summary.target_reached = true;
+                summary.seconds_to_target = r->job.wall_s;
+                summary.env_steps_to_target = r->job.env_steps;
+                fmt::print("shesha-learner: target {} reached at version {} after {:.1f} s, {} env steps\n", *o.target,
+                           r->job.version, r->job.wall_s, r->job.env_steps);
+                stop = true;
+            }
+            write_json(false);
+        }
+        if (ckpt_period != 0 && now_mono >= next_ckpt) {
+            next_ckpt = now_mono + ckpt_period;
+            checkpoint();
+        }
+        if (o.duration_s > 0 && wall() >= o.duration_s) stop = true;
+    }
+    core.publish_now(tools::realtime_ns(), tools::monotonic_ns());
+    checkpoint();
+    write_json(true);
+    if (csv != nullptr) std::fclose(csv);
+    ::close(fd);
+    fmt::print("shesha-learner: exit at version {}: {} chunks applied, {} rejected, {} undecodable, {} env steps\n",
+               core.version(), core.counters().chunks_applied, core.reassembler_stats().rejected_total(),
+               core.counters().decode_errors_total, core.env_steps());
+    if (o.target && !summary.target_reached) return kExitMissed;
+    return 0;
+}
+
+}  // namespace
+}  // namespace shesha::learner
+
+int main(int argc, char** argv) {
+    using shesha::learner::Options;
+    CLI::App app{"shesha-learner: the parameter server of one A3C cluster over the Shesha protocol"};
+    Options o;
+    app.add_option("--config", o.config_path, "cluster YAML (configs/cluster-*.yaml)")->required()->check(CLI::ExistingFile);
+    app.add_option("--cluster", o.cluster, "cluster id on the wire")->required()->check(CLI::Range(0, 65535));
+    app.add_option("--bind", o.bind, "IPv4 address to receive on")->required();
+    app.add_option("--port", o.port, "UDP port (default: the config's udp_port)")->check(CLI::Range(1, 65535));
+    app.add_option("--duration", o.duration_s, "stop after this many seconds (0: until the target or a signal)")
+        ->check(CLI::Range(0.0, 1e7));
+    app.add_option("--target-return", o.target, "stop (exit 0) once the evaluation mean return reaches this");
+    app.add_option("--metrics-dir", o.metrics_dir, "write learner.csv and learner.json here");
+    app.add_option("--checkpoint", o.checkpoint, "checkpoint file, written at the configured cadence and on exit");
+    app.add_option("--resume", o.resume, "resume from this checkpoint")->check(CLI::ExistingFile);
+    app.add_option("--workers", o.workers_expected, "workers expected (reported in the metrics)")->check(CLI::Range(0, 65535));
+    app.add_flag("--quiet", o.quiet, "no progress lines");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        return shesha::learner::kExitUsage;
+    }
+    try {
+        return shesha::learner::run(o);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        return shesha::learner::kExitMissed;
+    }
+}

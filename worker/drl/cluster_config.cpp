@@ -1,0 +1,318 @@
+// Strict reader for the DRL cluster YAML. This file is the single source of truth for the names,
+// types and ranges of its keys (configs/cluster-cartpole.yaml documents them).
+#include "cluster_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "envs/registry.h"
+
+namespace shesha::drl {
+namespace {
+
+std::string lowercase(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::string join(std::initializer_list<std::string_view> items) {
+    std::string out;
+    for (std::string_view item : items) {
+        if (!out.empty()) out += ", ";
+        out += item;
+    }
+    return out;
+}
+
+std::string describe(const YAML::Node& n) {
+    switch (n.Type()) {
+        case YAML::NodeType::Null: return "nothing";
+        case YAML::NodeType::Sequence: return "a list";
+        case YAML::NodeType::Map: return "a mapping";
+        case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
+        default: return "an undefined value";
+    }
+}
+
+// A YAML value with the key path that led to it and its source position.
+struct Value {
+    YAML::Node node;
+    std::string path;
+    YAML::Mark mark;
+};
+
+class Reader;
+
+// A mapping whose keys were all checked against the allowed set (no unknown, no duplicate).
+class MapView {
+public:
+    std::optional<Value> get(std::string_view key) const {
+        for (const auto& [name, value] : entries_)
+            if (name == key) return value;
+        return std::nullopt;
+    }
+
+private:
+    friend class Reader;
+    std::vector<std::pair<std::string, Value>> entries_;
+};
+
+class Reader {
+public:
+    explicit Reader(std::string source) : source_(std::move(source)) {}
+
+    [[noreturn]] void fail(const YAML::Mark& mark, const std::string& path, std::string_view what) const {
+        const std::string where = path.empty() ? std::string("(top level)") : path;
+        if (mark.line >= 0)
+            throw ConfigError(fmt::format("{}:{}:{}: {}: {}", source_, mark.line + 1, mark.column + 1, where, what));
+        throw ConfigError(fmt::format("{}: {}: {}", source_, where, what));
+    }
+    [[noreturn]] void fail(const Value& v, std::string_view what) const { fail(v.mark, v.path, what); }
+
+    MapView map(const Value& v, std::initializer_list<std::string_view> allowed) const {
+        MapView view;
+        if (v.node.IsNull()) return view;
+        if (!v.node.IsMap()) fail(v, fmt::format("expected a mapping with keys {}, got {}", join(allowed), describe(v.node)));
+        for (const auto& pair : v.node) {
+            const YAML::Node& key = pair.first;
+            if (!key.IsScalar()) fail(key.Mark(), v.path, fmt::format("expected a key name, got {}", describe(key)));
+            const std::string& name = key.Scalar();
+            const std::string path = v.path.empty() ? name : v.path + "." + name;
+            if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+                fail(key.Mark(), path, fmt::format("unknown key '{}'; expected one of: {}", name, join(allowed)));
+            if (view.get(name)) fail(key.Mark(), path, fmt::format("duplicate key '{}'", name));
+            const YAML::Node& value = pair.second;
+            view.entries_.emplace_back(name, Value{value, path, value.IsNull() ? key.Mark() : value.Mark()});
+        }
+        return view;
+    }
+
+    std::uint64_t uint(const Value& v, std::uint64_t lo, std::uint64_t hi) const {
+        const std::string expected = fmt::format("expected an integer in {}..{}", lo, hi);
+        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+        const std::string_view text = trim(v.node.Scalar());
+        std::uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+        if (value < lo || value > hi) fail(v, fmt::format("{}, got {}", expected, value));
+        return value;
+    }
+
+    // A finite decimal number (1e-3 and 0.0007 both accepted) in [lo, hi].
+    double number(const Value& v, double lo, double hi) const {
+        const std::string expected = fmt::format("expected a number in [{}, {}]", lo, hi);
+        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+        const std::string_view text = trim(v.node.Scalar());
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
+            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+        if (value < lo || value > hi) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+        return value;
+    }
+
+    bool boolean(const Value& v) const {
+        if (v.node.IsScalar()) {
+            const std::string text = lowercase(trim(v.node.Scalar()));
+            if (text == "true" || text == "yes" || text == "on") return true;
+            if (text == "false" || text == "no" || text == "off") return false;
+        }
+        fail(v, fmt::format("expected true or false, got {}", describe(v.node)));
+    }
+
+    std::size_t choice(const Value& v, std::initializer_list<std::string_view> choices) const {
+        if (v.node.IsScalar()) {
+            const std::string text = lowercase(trim(v.node.Scalar()));
+            std::size_t i = 0;
+            for (std::string_view c : choices) {
+                if (text == c) return i;
+                ++i;
+            }
+        }
+        std::string words;
+        for (std::string_view c : choices) words += (words.empty() ? "" : " or ") + std::string(c);
+        fail(v, fmt::format("expected {}, got {}", words, describe(v.node)));
+    }
+
+private:
+    std::string source_;
+};
+
+constexpr std::uint32_t kMaxMs = 3'600'000;  // one hour: any cadence beyond that is a typo
+
+void read_model(const Reader& r, const Value& v, rl::ModelConfig& m) {
+    const MapView map = r.map(v, {"hidden", "activation"});
+    if (auto x = map.get("hidden")) {
+        if (!x->node.IsSequence()) r.fail(*x, fmt::format("expected a list of layer sizes like [64, 64], got {}", describe(x->node)));
+        m.hidden_sizes.clear();
+        if (x->node.size() > 8) r.fail(*x, fmt::format("expected at most 8 hidden layers, got {}", x->node.size()));
+        for (std::size_t i = 0; i < x->node.size(); ++i) {
+            const YAML::Node item = x->node[i];
+            m.hidden_sizes.push_back(r.uint(Value{item, fmt::format("{}[{}]", x->path, i), item.Mark()}, 1, 4096));
+        }
+    }
+    if (auto x = map.get("activation"))
+        m.activation = r.choice(*x, {"tanh", "relu"}) == 0 ? rl::Activation::Tanh : rl::Activation::Relu;
+}
+
+void read_a3c(const Reader& r, const Value& v, A3cConfig& a) {
+    const MapView map = r.map(v, {"n_steps", "gamma", "entropy", "value_coef", "max_grad_norm"});
+    if (auto x = map.get("n_steps")) a.n_steps = static_cast<std::uint32_t>(r.uint(*x, 1, 10'000));
+    if (auto x = map.get("gamma")) a.loss.gamma = r.number(*x, 0.0, 1.0);
+    if (auto x = map.get("entropy")) a.loss.entropy_beta = static_cast<float>(r.number(*x, 0.0, 10.0));
+    if (auto x = map.get("value_coef")) a.loss.value_coef = static_cast<float>(r.number(*x, 0.0, 100.0));
+    if (auto x = map.get("max_grad_norm")) a.loss.max_grad_norm = static_cast<float>(r.number(*x, 0.0, 1e6));
+}
+
+void read_optimizer(const Reader& r, const Value& v, rl::OptimizerConfig& o) {
+    const MapView map = r.map(v, {"kind", "lr", "rmsprop_alpha", "epsilon", "adam_beta1", "adam_beta2"});
+    if (auto x = map.get("kind")) {
+        const std::size_t k = r.choice(*x, {"rmsprop", "adam", "sgd"});
+        o.kind = k == 0 ? rl::OptimizerKind::SharedRmsProp : k == 1 ? rl::OptimizerKind::Adam : rl::OptimizerKind::Sgd;
+    }
+    if (auto x = map.get("lr")) {
+        o.learning_rate = static_cast<float>(r.number(*x, 0.0, 10.0));
+        if (!(o.learning_rate > 0.0F)) r.fail(*x, "expected a positive learning rate, got 0");
+    }
+    if (auto x = map.get("rmsprop_alpha")) o.rmsprop_alpha = static_cast<float>(r.number(*x, 0.0, 1.0));
+    if (auto x = map.get("epsilon")) {
+        o.epsilon = static_cast<float>(r.number(*x, 0.0, 1.0));
+        if (!(o.epsilon > 0.0F)) r.fail(*x, "expected a positive epsilon, got 0");
+    }
+    if (auto x = map.get("adam_beta1")) o.adam_beta1 = static_cast<float>(r.number(*x, 0.0, 0.999999));
+    if (auto x = map.get("adam_beta2")) o.adam_beta2 = static_cast<float>(r.number(*x, 0.0, 0.999999));
+}
+
+void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
+    const MapView map = r.map(v, {"chunk_elems", "w_init", "w_min", "w_max", "additive_increase", "gain",
+                                  "alpha_init", "credit_timeout_ms", "merge_version_gap"});
+    if (auto x = map.get("chunk_elems")) t.chunk_elems = static_cast<std::uint32_t>(r.uint(*x, 1, proto::kMaxElements));
+    if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0, 65535.0);
+    if (auto x = map.get("w_max")) t.w_max = r.number(*x, 1.0, 65535.0);
+    if (auto x = map.get("w_init")) t.w_init = r.number(*x, 1.0, 65535.0);
+    // Cross-field checks point at the first of the involved keys that was given.
+    const auto where = [&](std::initializer_list<std::string_view> keys) {
+        for (std::string_view k : keys)
+            if (auto x = map.get(k)) return *x;
+        return v;
+    };
+    if (t.w_max < t.w_min)
+        r.fail(where({"w_max", "w_min"}), fmt::format("expected w_min <= w_max, got w_min {} and w_max {}", t.w_min, t.w_max));
+    if (t.w_init < t.w_min || t.w_init > t.w_max)
+        r.fail(where({"w_init", "w_max", "w_min"}),
+               fmt::format("expected w_init in [w_min, w_max] = [{}, {}], got {}", t.w_min, t.w_max, t.w_init));
+    if (auto x = map.get("additive_increase")) t.additive_increase = r.number(*x, 0.0, 65535.0);
+    if (auto x = map.get("gain")) {
+        t.gain = r.number(*x, 0.0, 1.0);
+        if (!(t.gain > 0.0)) r.fail(*x, "expected a gain in (0, 1], got 0");
+    }
+    if (auto x = map.get("alpha_init")) t.alpha_init = r.number(*x, 0.0, 1.0);
+    if (auto x = map.get("credit_timeout_ms")) t.credit_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+    if (auto x = map.get("merge_version_gap")) t.merge_version_gap = static_cast<std::uint32_t>(r.uint(*x, 0, UINT32_MAX));
+}
+
+void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
+    const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "eval_interval_ms",
+                                  "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms", "max_workers"});
+    if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+    if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+    if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
+    if (auto x = map.get("eval_interval_ms")) l.eval_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+    if (auto x = map.get("eval_episodes")) l.eval_episodes = static_cast<std::uint32_t>(r.uint(*x, 1, 10'000));
+    if (auto x = map.get("checkpoint_interval_ms")) l.checkpoint_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+    if (auto x = map.get("worker_timeout_ms")) l.worker_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+    if (auto x = map.get("max_workers")) l.max_workers = static_cast<std::uint32_t>(r.uint(*x, 1, 65535));
+}
+
+void read_worker(const Reader& r, const Value& v, WorkerConfig& w) {
+    const MapView map = r.map(v, {"max_updates_per_version", "model_request_ms", "learner_silence_ms", "metrics_interval_ms"});
+    if (auto x = map.get("max_updates_per_version")) w.max_updates_per_version = static_cast<std::uint32_t>(r.uint(*x, 0, 1'000'000));
+    if (auto x = map.get("model_request_ms")) w.model_request_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+    if (auto x = map.get("learner_silence_ms")) w.learner_silence_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+    if (auto x = map.get("metrics_interval_ms")) w.metrics_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
+}
+
+}  // namespace
+
+ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source) {
+    const Reader r(source);
+    YAML::Node root;
+    try {
+        root = YAML::Load(yaml_text);
+    } catch (const YAML::Exception& e) {
+        r.fail(e.mark, "", fmt::format("not valid YAML: {}", e.msg));
+    }
+    ClusterConfig c;
+    c.source = source;
+    const Value top{root, "", root.Mark()};
+    if (!root.IsMap()) r.fail(top, fmt::format("expected a mapping with keys env, model, a3c, ...; got {}", describe(root)));
+    const MapView map = r.map(top, {"env", "model", "a3c", "optimizer", "transport", "learner", "worker", "udp_port", "seed"});
+    const auto env = map.get("env");
+    if (!env) r.fail(top, "missing required key 'env'");
+    {
+        std::string names;
+        bool known = false;
+        for (std::string_view n : worker::envs::environment_names()) {
+            names += (names.empty() ? "" : ", ") + std::string(n);
+            known = known || (env->node.IsScalar() && env->node.Scalar() == n);
+        }
+        if (!known) r.fail(*env, fmt::format("expected one of {}, got {}", names, describe(env->node)));
+        c.model.env_name = env->node.Scalar();
+    }
+    if (auto x = map.get("model")) read_model(r, *x, c.model);
+    if (auto x = map.get("a3c")) read_a3c(r, *x, c.a3c);
+    if (auto x = map.get("optimizer")) read_optimizer(r, *x, c.optimizer);
+    if (auto x = map.get("transport")) read_transport(r, *x, c.transport);
+    if (auto x = map.get("learner")) read_learner(r, *x, c.learner);
+    if (auto x = map.get("worker")) read_worker(r, *x, c.worker);
+    if (auto x = map.get("udp_port")) c.udp_port = static_cast<std::uint16_t>(r.uint(*x, 1, 65535));
+    if (auto x = map.get("seed")) c.seed = r.uint(*x, 0, UINT64_MAX);
+    return c;
+}
+
+ClusterConfig load_cluster_config(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw ConfigError(fmt::format("{}: cannot read the file", path));
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_cluster_config(text.str(), path);
+}
+
+transport::SenderConfig sender_config(const ClusterConfig& c, std::uint16_t cluster_id, std::uint32_t worker_id,
+                                      std::uint32_t model_elems) {
+    transport::SenderConfig s;
+    s.cluster_id = cluster_id;
+    s.worker_id = worker_id;
+    s.model_elems = model_elems;
+    s.chunk_elems = c.transport.chunk_elems;
+    s.w_init = c.transport.w_init;
+    s.w_min = c.transport.w_min;
+    s.w_max = c.transport.w_max;
+    s.additive_increase = c.transport.additive_increase;
+    s.gain = c.transport.gain;
+    s.alpha_init = c.transport.alpha_init;
+    s.credit_timeout_ns = std::uint64_t{c.transport.credit_timeout_ms} * 1'000'000;
+    s.merge_version_gap = c.transport.merge_version_gap;
+    return s;
+}
+
+}  // namespace shesha::drl

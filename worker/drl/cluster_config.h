@@ -1,0 +1,86 @@
+// The DRL cluster configuration shared by shesha-learner and shesha-worker: one YAML file per
+// training job (configs/cluster-*.yaml documents every key). The wire cluster id is not in the
+// file: both processes take it from --cluster, so one file can serve several clusters.
+//
+// Parsing is strict, in the style of switch/core/switch_config.cpp: an unknown or duplicate key, a
+// wrong type or an out-of-range value raises ConfigError "FILE:LINE:COL: key.path: expected ...,
+// got ...". Scalars are read from their text, never through yaml-cpp's lenient conversions.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "model.h"
+#include "transport/credit_sender.h"
+
+namespace shesha::drl {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct A3cConfig {
+    std::uint32_t n_steps = 5;  // rollout length (shorter at episode ends)
+    rl::LossConfig loss;        // gamma, entropy, value_coef, max_grad_norm
+};
+
+// Transport constants; chunk_elems and the window fields become transport::SenderConfig.
+struct TransportConfig {
+    std::uint32_t chunk_elems = 1024;
+    double w_init = 16;
+    double w_min = 1;
+    double w_max = 256;
+    double additive_increase = 1;
+    double gain = 1.0 / 16;
+    double alpha_init = 1.0;
+    std::uint32_t credit_timeout_ms = 200;  // 0: no credit timeout
+    std::uint32_t merge_version_gap = UINT32_MAX;
+};
+
+struct LearnerConfig {
+    std::uint32_t publish_interval_ms = 5;    // a new model version at most this often (if changed)
+    std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
+    bool staleness_scaling = false;           // scale a chunk by 1 / (1 + staleness)
+    std::uint32_t eval_interval_ms = 2000;    // deterministic evaluation cadence
+    std::uint32_t eval_episodes = 10;
+    std::uint32_t checkpoint_interval_ms = 10000;  // with --checkpoint; 0: only on exit
+    std::uint32_t worker_timeout_ms = 10000;  // a worker silent this long gets no more broadcasts
+    std::uint32_t max_workers = 256;          // known workers (bounds memory and broadcast cost)
+};
+
+struct WorkerConfig {
+    std::uint32_t max_updates_per_version = 0;  // gradients per adopted model; 0: no limit
+    std::uint32_t model_request_ms = 100;       // ask for the model this often while without one
+    std::uint32_t learner_silence_ms = 1000;    // no word from the learner this long: ask again
+    std::uint32_t metrics_interval_ms = 250;    // window/progress sampling period
+};
+
+struct ClusterConfig {
+    std::string source;         // file name, for messages
+    rl::ModelConfig model;      // env_name, hidden_sizes, activation
+    A3cConfig a3c;
+    rl::OptimizerConfig optimizer;
+    TransportConfig transport;
+    LearnerConfig learner;
+    WorkerConfig worker;
+    std::uint16_t udp_port = 17717;
+    std::uint64_t seed = 1;     // base seed: initial weights, worker environments, evaluation
+};
+
+// Reads and validates the file; throws ConfigError.
+ClusterConfig load_cluster_config(const std::string& path);
+// The same from YAML text (source names it in messages); for tests.
+ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source);
+
+// The sender configuration for one worker of the cluster.
+transport::SenderConfig sender_config(const ClusterConfig& c, std::uint16_t cluster_id,
+                                      std::uint32_t worker_id, std::uint32_t model_elems);
+
+// Seed streams derived from the base seed (envs::derive_worker_seed): workers use their worker id,
+// these ids sit far outside any worker id a test or a rack uses.
+inline constexpr std::uint64_t kInitialWeightsStream = 1'000'001;
+inline constexpr std::uint64_t kEvaluationStream = 1'000'000;
+
+}  // namespace shesha::drl

@@ -1,0 +1,67 @@
+// Conventions the DRL worker and learner add on top of the Shesha protocol (docs/aom.md, "Wire
+// conventions"). None changes the codec: the switch and every other tool see ordinary messages.
+//
+//   GRADIENT reserved bytes 44..47  the sending worker's cumulative env steps (u32, big-endian,
+//                                   wrapping). Zero keeps protocol.md's meaning ("unknown"). The
+//                                   switch never rewrites them, so a merged chunk carries the
+//                                   first contributor's count, which is still that worker's.
+//   MODEL from the learner          seq = the learner's incarnation (its start time in ms, u32):
+//                                   a new incarnation means the learner restarted; model_version =
+//                                   the published version the chunk belongs to.
+//   MODEL with elem_count 0         a worker -> learner model request: "send me the whole current
+//   (worker -> learner)             model"; worker_id and cluster_id name the worker, model_version
+//                                   is the version it holds (0 = none), chunk_count is 1.
+//   CREDIT                          seq = the learner's incarnation, model_version = its version.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "protocol.h"
+
+namespace shesha::drl {
+
+inline std::uint32_t load_be32(const std::uint8_t* p) noexcept {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+inline void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
+    p[0] = static_cast<std::uint8_t>(v >> 24);
+    p[1] = static_cast<std::uint8_t>(v >> 16);
+    p[2] = static_cast<std::uint8_t>(v >> 8);
+    p[3] = static_cast<std::uint8_t>(v);
+}
+
+// The env-step count carried in a GRADIENT's reserved bytes (message starts at the header).
+inline std::uint32_t gradient_env_steps(std::span<const std::uint8_t> message) noexcept {
+    return message.size() >= proto::kHeaderSize ? load_be32(message.data() + proto::off::kReserved) : 0;
+}
+inline void set_gradient_env_steps(std::span<std::uint8_t> message, std::uint32_t steps) noexcept {
+    if (message.size() >= proto::kHeaderSize) store_be32(message.data() + proto::off::kReserved, steps);
+}
+
+// RFC 1982-style order on wrapping 32-bit counters: a is after b.
+inline bool serial_after(std::uint32_t a, std::uint32_t b) noexcept {
+    return a != b && static_cast<std::int32_t>(a - b) > 0;
+}
+
+inline bool is_model_request(const proto::Header& h) noexcept {
+    return h.type == proto::MsgType::Model && h.elem_count == 0;
+}
+
+inline proto::Header model_request_header(std::uint16_t cluster_id, std::uint32_t worker_id,
+                                          std::uint32_t held_version, std::uint64_t now_ns) noexcept {
+    proto::Header h;
+    h.type = proto::MsgType::Model;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster_id;
+    h.worker_id = worker_id;
+    h.model_version = held_version;
+    h.chunk_index = 0;
+    h.chunk_count = 1;
+    h.elem_count = 0;
+    h.ts_earliest_ns = now_ns;
+    h.ts_latest_ns = now_ns;
+    return h;
+}
+
+}  // namespace shesha::drl

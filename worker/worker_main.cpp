@@ -1,0 +1,448 @@
+// shesha-worker: one A3C actor of a DRL cluster. Runs its environment with the latest model it
+// adopted, computes n-step actor-critic gradients (rl/), and sends them as GRADIENT chunks under
+// the Shesha transport (CreditSender: credit window, DCTCP-style cuts from CE echoes and switch
+// FEEDBACK, sender-side merge while out of credit). Receives MODEL chunks and adopts a version once
+// complete (ModelReceiver), asks for the model while it has none or the learner fell silent, and
+// follows a restarted learner (new incarnation) without restarting itself. README, docs/aom.md.
+//
+// Exit status: 0 normal end (duration or signal), 1 runtime error, 2 bad command line or config.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <numeric>
+#include <optional>
+
+#include "cluster_config.h"
+#include "drl_wire.h"
+#include "envs/registry.h"
+#include "json_writer.h"
+#include "model.h"
+#include "model_receiver.h"
+#include "tool_util.h"
+#include "transport/credit_sender.h"
+
+namespace shesha::drl {
+namespace {
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+constexpr int kReceiveBurst = 256;
+constexpr std::size_t kMaxWindowSamples = 20'000;
+constexpr std::size_t kRecentEpisodes = 20;
+
+struct Options {
+    std::string config_path;
+    std::uint32_t cluster = 0;
+    std::uint32_t worker_id = 0;
+    std::string learner;
+    std::optional<std::uint16_t> port;
+    std::string bind = "0.0.0.0";
+    double duration_s = 0;
+    std::string metrics;
+    std::optional<std::uint64_t> seed;
+    bool quiet = false;
+};
+
+struct WindowSample {
+    double t = 0;
+    double window = 0;
+    std::uint32_t in_flight = 0;
+    std::uint32_t pending = 0;
+};
+
+struct WorkerStats {
+    std::uint64_t env_steps = 0;
+    std::uint64_t episodes = 0;
+    std::deque<double> recent_returns;
+    double best_return = 0;
+    std::uint64_t gradients_computed = 0;
+    std::uint64_t gradients_failed = 0;
+    std::uint64_t waits_for_model = 0;     // loop passes without a model to compute on
+    std::uint64_t waits_for_version = 0;   // max_updates_per_version reached
+    std::uint64_t model_requests = 0;
+    std::uint64_t datagrams = 0;
+    std::uint64_t decode_errors = 0;
+    std::uint64_t unexpected = 0;          // GRADIENT or a model request sent to a worker
+    std::uint64_t foreign = 0;             // CREDIT/FEEDBACK/MODEL for another cluster or worker
+    std::uint64_t credits_seen = 0;
+    std::uint64_t learner_restarts_seen = 0;  // CREDIT incarnation changes
+    std::uint64_t send_errors = 0;
+    std::uint64_t lag_samples = 0;
+    double lag_sum = 0;
+    std::uint32_t lag_max = 0;
+    std::uint32_t learner_version = 0;
+    std::vector<WindowSample> window;
+};
+
+std::string metrics_json(const Options& o, const WorkerStats& s, const transport::CreditSender& sender,
+                         const ModelReceiver& rx, double wall_s, bool final) {
+    tools::JsonWriter j;
+    j.begin_object();
+    j.field("worker_id", o.worker_id);
+    j.field("cluster_id", o.cluster);
+    j.field("final", final);
+    j.field("wall_seconds", wall_s);
+    j.field("env_steps", s.env_steps);
+    j.field("env_steps_per_s", wall_s > 0 ? static_cast<double>(s.env_steps) / wall_s : 0.0);
+    j.begin_object("episodes");
+    j.field("count", s.episodes);
+    j.field("recent_mean_return",
+            s.recent_returns.empty() ? 0.0
+                                     : std::accumulate(s.recent_returns.begin(), s.recent_returns.end(), 0.0) /
+                                           static_cast<double>(s.recent_returns.size()));
+    j.field("best_return", s.best_return);
+    j.begin_array("recent_returns");
+    for (double r : s.recent_returns) j.field("", r);
+    j.end_array();
+    j.end_object();
+    const transport::SenderCounters& c = sender.counters();
+    j.begin_object("updates");
+    j.field("computed", s.gradients_computed);
+    j.field("failed", s.gradients_failed);
+    j.field("offered", c.updates_offered);
+    j.field("rejected", c.updates_rejected);
+    j.field("waits_for_model", s.waits_for_model);
+    j.field("waits_for_version", s.waits_for_version);
+    j.end_object();
+    j.begin_object("chunks");
+    j.field("queued", c.chunks_queued);
+    j.field("merged_locally", c.chunks_merged);
+    j.field("dropped_overflow", c.chunks_dropped_overflow);
+    j.field("replaced_stale", c.chunks_replaced_stale);
+    j.field("sent", c.chunks_sent);
+    j.field("contributions_sent", c.contributions_sent);
+    j.field("send_errors", s.send_errors);
+    j.end_object();
+    j.begin_object("credit");
+    j.field("messages", c.credit_messages);
+    j.field("units", c.credits_received);
+    j.field("excess", c.credits_excess);
+    j.field("marks_echoed", c.marks_echoed);
+    j.field("timeouts", c.credit_timeouts);
+    j.field("presumed_lost", c.chunks_presumed_lost);
+    j.field("feedback", c.feedback_received);
+    j.field("feedback_reductions", c.feedback_reductions);
+    j.field("round_reductions", c.round_reductions);
+    j.field("round_increases", c.round_increases);
+    j.end_object();
+    j.begin_object("window");
+    j.field("current", sender.window());
+    j.field("alpha", sender.alpha());
+    j.field("in_flight", sender.in_flight());
+    j.begin_array("samples");  // [seconds, window, in flight, pending chunks]
+    for (const WindowSample& w : s.window) {
+        j.begin_array();
+        j.field("", w.t).field("", w.window).field("", w.in_flight).field("", w.pending);
+        j.end_array();
+    }
+    j.end_array();
+    j.end_object();
+    const ModelReceiverStats& m = rx.stats();
+    j.begin_object("model");
+    j.field("has_model", rx.has_model());
+    j.field("version", rx.version());
+    j.field("incarnation", rx.incarnation());
+    j.field("learner_version", s.learner_version);
+    j.field("versions_adopted", m.versions_adopted);
+    j.field("chunks_staged", m.chunks_staged);
+    j.field("chunks_stale", m.chunks_stale);
+    j.field("chunks_duplicate", m.chunks_duplicate);
+    j.field("chunks_rejected", rx.reassembler_stats().rejected_total());
+    j.field("assemblies_abandoned", m.assemblies_abandoned);
+    j.field("learner_restarts", m.learner_restarts);
+    j.field("requests_sent", s.model_requests);
+    j.field("lag_mean", s.lag_samples ? s.lag_sum / static_cast<double>(s.lag_samples) : 0.0);
+    j.field("lag_max", s.lag_max);
+    j.end_object();
+    j.begin_object("rx");
+    j.field("datagrams", s.datagrams);
+    j.field("decode_errors", s.decode_errors);
+    j.field("unexpected", s.unexpected);
+    j.field("foreign", s.foreign);
+    j.field("learner_restarts_seen", s.learner_restarts_seen);
+    j.end_object();
+    j.end_object();
+    return j.str();
+}
+
+int run(const Options& o) {
+    ClusterConfig config;
+    try {
+        config = load_cluster_config(o.config_path);
+    } catch (const ConfigError& e) {
+        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        return kExitUsage;
+    }
+    const auto learner_ip = tools::parse_ipv4(o.learner);
+    if (!learner_ip) {
+        fmt::print(stderr, "shesha-worker: --learner: not an IPv4 address: '{}'\n", o.learner);
+        return kExitUsage;
+    }
+    const auto bind_ip = tools::parse_ipv4(o.bind);
+    if (!bind_ip) {
+        fmt::print(stderr, "shesha-worker: --bind: not an IPv4 address: '{}'\n", o.bind);
+        return kExitUsage;
+    }
+    const std::uint64_t base_seed = o.seed.value_or(config.seed);
+    const auto cluster_id = static_cast<std::uint16_t>(o.cluster);
+    std::string error;
+    auto model = rl::ActorCritic::create(config.model, worker::envs::derive_worker_seed(base_seed, o.worker_id), &error);
+    if (!model) {
+        fmt::print(stderr, "shesha-worker: {}: model: {}\n", o.config_path, error);
+        return kExitUsage;
+    }
+    const std::size_t n_params = model->parameter_count();
+    const transport::SenderConfig sc = sender_config(config, cluster_id, o.worker_id, static_cast<std::uint32_t>(n_params));
+    if (const std::string bad = transport::validate(sc); !bad.empty()) {
+        fmt::print(stderr, "shesha-worker: {}: transport: {}\n", o.config_path, bad);
+        return kExitUsage;
+    }
+    transport::CreditSender sender(sc);
+    ModelReceiver receiver(sender.layout(), cluster_id);
+    auto env = worker::envs::make_environment(config.model.env_name);
+    worker::envs::Rng rng(worker::envs::derive_worker_seed(base_seed, o.worker_id));
+
+    tools::UdpSocketOptions so;
+    so.bind_addr = *bind_ip;
+    so.rcvbuf_bytes = 4 << 20;
+    so.sndbuf_bytes = 4 << 20;
+    so.tos = 0x02;  // ECT(0): a marking switch may set IPv4 CE too
+    const int fd = tools::open_udp_socket(so, error);
+    if (fd < 0) {
+        fmt::print(stderr, "shesha-worker: {}\n", error);
+        return kExitRuntime;
+    }
+    sockaddr_in learner{};
+    learner.sin_family = AF_INET;
+    learner.sin_addr = *learner_ip;
+    learner.sin_port = htons(o.port.value_or(config.udp_port));
+    tools::install_stop_signals();
+
+    WorkerStats s;
+    std::vector<std::uint8_t> tx(proto::kHeaderSize + std::size_t{proto::kMaxElements} * sizeof(float));
+    std::array<std::uint8_t, 65536> rx{};
+    std::vector<float> gradient(n_params);
+    rl::Rollout rollout;
+    worker::envs::Observation observation = env->reset(rng);
+    double episode_return = 0;
+    std::uint32_t updates_on_version = 0;
+    bool any_credit = false;
+    std::uint32_t credit_incarnation = 0;
+
+    const std::uint64_t start = tools::monotonic_ns();
+    const auto wall = [&] { return static_cast<double>(tools::monotonic_ns() - start) / 1e9; };
+    const std::uint64_t request_period = std::uint64_t{config.worker.model_request_ms} * 1'000'000;
+    const std::uint64_t silence = std::uint64_t{config.worker.learner_silence_ms} * 1'000'000;
+    const std::uint64_t sample_period = std::uint64_t{config.worker.metrics_interval_ms} * 1'000'000;
+    std::uint64_t last_request = 0;
+    std::uint64_t last_heard = start;
+    std::uint64_t next_sample = start;
+    std::uint64_t next_write = start + 1'000'000'000;  // the metrics file: once a second
+
+    const auto send = [&](std::size_t len) {
+        const ssize_t n = sendto(fd, tx.data(), len, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&learner), sizeof learner);
+        if (n != static_cast<ssize_t>(len)) ++s.send_errors;
+    };
+    const auto write_metrics = [&](bool final) {
+        if (o.metrics.empty()) return;
+        std::string err;
+        if (!tools::write_text_file(o.metrics, metrics_json(o, s, sender, receiver, wall(), final), err))
+            fmt::print(stderr, "shesha-worker: {}\n", err);
+    };
+    fmt::print("shesha-worker {}: cluster {}, {} on {}, learner {}\n", o.worker_id, cluster_id, config.model.env_name,
+               o.bind, tools::format_endpoint(learner));
+    std::fflush(stdout);
+
+    while (!tools::stop_requested() && (o.duration_s <= 0 || wall() < o.duration_s)) {
+        const bool can_compute = receiver.has_model() &&
+            (config.worker.max_updates_per_version == 0 || updates_on_version < config.worker.max_updates_per_version);
+        if (!can_compute) {
+            pollfd pfd{fd, POLLIN, 0};
+            ::poll(&pfd, 1, 1);
+        }
+        // Receive everything waiting.
+        for (int i = 0; i < kReceiveBurst; ++i) {
+            const ssize_t n = recv(fd, rx.data(), rx.size(), MSG_DONTWAIT);
+            if (n < 0) break;
+            ++s.datagrams;
+            proto::Message m;
+            if (proto::decode({rx.data(), static_cast<std::size_t>(n)}, m) != proto::DecodeError::Ok) {
+                ++s.decode_errors;
+                continue;
+            }
+            const std::uint64_t now = tools::monotonic_ns();
+            switch (m.hdr.type) {
+                case proto::MsgType::Model: {
+                    if (is_model_request(m.hdr)) {
+                        ++s.unexpected;
+                        break;
+                    }
+                    last_heard = now;
+                    if (receiver.on_chunk(m.hdr, m.payload) == ModelChunkResult::Adopted) {
+                        model->set_parameters(receiver.parameters());
+                        updates_on_version = 0;
+                    }
+                    break;
+                }
+                case proto::MsgType::Credit: {
+                    proto::CreditBody body;
+                    if (m.hdr.cluster_id != cluster_id || m.hdr.worker_id != o.worker_id || !proto::decode_credit(m.payload, body)) {
+                        ++s.foreign;
+                        break;
+                    }
+                    last_heard = now;
+                    ++s.credits_seen;
+                    if (any_credit && m.hdr.seq != credit_incarnation) ++s.learner_restarts_seen;
+                    any_credit = true;
+                    credit_incarnation = m.hdr.seq;
+                    s.learner_version = body.learner_version;
+                    sender.on_credit(body, m.hdr.flags, now);
+                    break;
+                }
+                case proto::MsgType::Feedback: {
+                    proto::FeedbackBody body;
+                    if (m.hdr.cluster_id != cluster_id || !proto::decode_feedback(m.payload, body)) {
+                        ++s.foreign;
+                        break;
+                    }
+                    sender.on_feedback(body, now);
+                    break;
+                }
+                default:
+                    ++s.unexpected;
+            }
+        }
+
+        std::uint64_t now = tools::monotonic_ns();
+        sender.on_timeout(now);
+        while (auto chunk = sender.next_to_send(now)) {
+            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
+                                                     chunk->elements.size_bytes());
+            const std::size_t len = proto::encode(chunk->header, body, tx);
+            if (len == 0) break;
+            set_gradient_env_steps({tx.data(), len}, static_cast<std::uint32_t>(s.env_steps));
+            send(len);
+        }
+
+        // Ask for the model while without one, and when the learner fell silent (it may have
+        // restarted and forgotten us; a request also registers us with it).
+        if ((!receiver.has_model() || now - last_heard > silence) && now - last_request >= request_period) {
+            last_request = now;
+            const proto::Header h = model_request_header(cluster_id, o.worker_id, receiver.version(), tools::realtime_ns());
+            const std::size_t len = proto::encode(h, {}, tx);
+            if (len != 0) send(len);
+            ++s.model_requests;
+        }
+        if (now >= next_sample) {
+            next_sample = now + sample_period;
+            if (s.window.size() < kMaxWindowSamples)
+                s.window.push_back({wall(), sender.window(), sender.in_flight(), sender.pending_chunks()});
+        }
+        if (now >= next_write) {
+            next_write = now + 1'000'000'000;
+            write_metrics(false);
+        }
+
+        if (!receiver.has_model()) {
+            ++s.waits_for_model;
+            continue;
+        }
+        if (!can_compute) {
+            ++s.waits_for_version;
+            continue;
+        }
+        // One n-step rollout on the adopted model (as rl/a3c_trainer.cpp's Actor::run_once).
+        rollout.clear();
+        bool episode_over = false;
+        while (rollout.steps() < config.a3c.n_steps && !episode_over) {
+            const auto obs = observation.view();
+            const rl::PolicyDecision decision = model->act(obs, rng, false);
+            const auto result = env->step(decision.env_action);
+            rollout.observations.insert(rollout.observations.end(), obs.begin(), obs.end());
+            rollout.actions.push_back(decision.sampled);
+            rollout.rewards.push_back(static_cast<float>(result.reward));
+            episode_return += result.reward;
+            observation = result.observation;
+            ++s.env_steps;
+            if (result.terminated || result.truncated) {
+                episode_over = true;
+                rollout.terminated = result.terminated;
+            }
+        }
+        const auto last = observation.view();
+        rollout.bootstrap_observation.assign(last.begin(), last.end());
+        if (episode_over) {
+            ++s.episodes;
+            s.recent_returns.push_back(episode_return);
+            if (s.recent_returns.size() > kRecentEpisodes) s.recent_returns.pop_front();
+            s.best_return = std::max(s.best_return, episode_return);
+            episode_return = 0;
+            observation = env->reset(rng);
+        }
+        if (!model->compute_gradient(rollout, config.a3c.loss, gradient)) {
+            ++s.gradients_failed;
+            continue;
+        }
+        ++s.gradients_computed;
+        ++updates_on_version;
+        const std::uint32_t lag = serial_after(s.learner_version, receiver.version()) ? s.learner_version - receiver.version() : 0;
+        ++s.lag_samples;
+        s.lag_sum += lag;
+        s.lag_max = std::max(s.lag_max, lag);
+        sender.offer_update(receiver.version(), tools::realtime_ns(), gradient);
+        now = tools::monotonic_ns();
+        while (auto chunk = sender.next_to_send(now)) {
+            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
+                                                     chunk->elements.size_bytes());
+            const std::size_t len = proto::encode(chunk->header, body, tx);
+            if (len == 0) break;
+            set_gradient_env_steps({tx.data(), len}, static_cast<std::uint32_t>(s.env_steps));
+            send(len);
+        }
+    }
+    write_metrics(true);
+    ::close(fd);
+    if (!o.quiet)
+        fmt::print("shesha-worker {}: {} env steps, {} episodes, {} updates, {} chunks sent ({} merged locally), "
+                   "model version {} ({} adopted)\n",
+                   o.worker_id, s.env_steps, s.episodes, s.gradients_computed, sender.counters().chunks_sent,
+                   sender.counters().chunks_merged, receiver.version(), receiver.stats().versions_adopted);
+    return 0;
+}
+
+}  // namespace
+}  // namespace shesha::drl
+
+int main(int argc, char** argv) {
+    shesha::drl::Options o;
+    CLI::App app{"shesha-worker: an A3C actor sending gradients over the Shesha protocol"};
+    app.add_option("--config", o.config_path, "cluster YAML (configs/cluster-*.yaml)")->required()->check(CLI::ExistingFile);
+    app.add_option("--cluster", o.cluster, "cluster id on the wire")->required()->check(CLI::Range(0, 65535));
+    app.add_option("--worker-id", o.worker_id, "this worker's id (unique in the cluster)")->required();
+    app.add_option("--learner", o.learner, "learner IPv4 address")->required();
+    app.add_option("--port", o.port, "learner UDP port (default: the config's udp_port)")->check(CLI::Range(1, 65535));
+    app.add_option("--bind", o.bind, "local IPv4 address")->capture_default_str();
+    app.add_option("--duration", o.duration_s, "stop after this many seconds (0: until a signal)")->check(CLI::Range(0.0, 1e7));
+    app.add_option("--metrics", o.metrics, "write the worker's metrics JSON here (periodically and at exit)");
+    app.add_option("--seed", o.seed, "base seed (default: the config's seed)");
+    app.add_flag("--quiet", o.quiet, "no summary line");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        return shesha::drl::kExitUsage;
+    }
+    try {
+        return shesha::drl::run(o);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        return shesha::drl::kExitRuntime;
+    }
+}
