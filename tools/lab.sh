@@ -31,7 +31,7 @@ if [ $INSTALL -eq 1 ]; then
     [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" --buildtype=release
     # Only what the lab runs (the tests and benchmarks are not needed for it).
     targets=(switch/dpdk/shesha-switch tools/gen/shesha-gen tools/sink/shesha-sink)
-    for t in learner/shesha-learner worker/shesha-worker; do
+    for t in learner/shesha-learner learner/shesha-worker worker/shesha-worker; do
         if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:"; then targets+=("$t"); fi
     done
     ninja -C "$BUILD" "${targets[@]}"
