@@ -14,6 +14,7 @@
 //   E. up to service_rate packets leave from the head (FIFO of slots).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -28,6 +29,7 @@ namespace shesha::verify {
 struct ConcreteDomain {
     using I = std::int64_t;
     using B = bool;
+    using R = double;
 
     // requested[t][c]: what the workload asks each sender to send (clamped to the window bound).
     std::vector<std::vector<int>> requested;
@@ -39,6 +41,10 @@ struct ConcreteDomain {
     B blit(bool b) const { return b; }
     static I sel(B c, I a, I b) { return c ? a : b; }
     static B bsel(B c, B a, B b) { return c ? a : b; }
+    static R rsel(B c, R a, R b) { return c ? a : b; }
+    R rlit(double v) const { return v; }
+    static I floor_of(R v) { return static_cast<I>(std::floor(v)); }
+    R rfix(R v, const std::string&) { return v; }
     I fix(I v, const std::string&) { return v; }
     B fixb(B v, const std::string&) { return v; }
     I choose_send(int c, int t, I upper) {
@@ -79,6 +85,7 @@ template <class D> struct SenderState {
     typename D::I round_marked;
     typename D::B round_cut;
     typename D::I next_chunk;      // chunk index of the next chunk sent, in [0, K)
+    typename D::R alpha_lo;        // lower bound of alpha: alpha_init * (1 - g)^rounds
 };
 
 template <class D> struct DepartureRec {
@@ -112,13 +119,14 @@ template <class D> class Model {
 public:
     using I = typename D::I;
     using B = typename D::B;
+    using R = typename D::R;
 
     Model(D& d, const ModelParams& p) : d_(d), p_(p), depth_(d.lit(0)) {
         for (int j = 0; j < p.queue_packets; ++j)
             slots_.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
         for (int c = 0; c < p.clusters; ++c)
             senders_.push_back(SenderState<D>{d.lit(p.w_init), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
-                                              d.lit(0), d.blit(false), d.lit(0)});
+                                              d.lit(0), d.blit(false), d.lit(0), d.rlit(p.alpha_init)});
     }
 
     const Trace<D>& trace() const { return trace_; }
@@ -241,6 +249,7 @@ public:
             s.round_marked = d_.fix(s.round_marked, name("round_marked", t, c));
             s.round_cut = d_.fixb(s.round_cut, name("round_cut", t, c));
             s.next_chunk = d_.fix(s.next_chunk, name("next_chunk", t, c));
+            s.alpha_lo = d_.rfix(s.alpha_lo, name("alpha_lo", t, c));
             rec.window.push_back(s.w);
             rec.in_flight.push_back(s.in_flight);
         }
@@ -265,13 +274,24 @@ private:
         return x;
     }
 
-    // cut_window(a) with alpha abstracted: W * (1 - a/2), a in (0, 1], so floor of the result lies
-    // in [max(w_min, floor(w/2)), w] for w = floor(W); the domain picks the value.
-    I cut_window(int c, int t, B happens) {
+    // cut_window(a): W' = max(w_min, W * (1 - a/2)) with a in [a_lo, 1] (alpha is not tracked
+    // exactly, only its lower bound). For w = floor(W), W in [w, w+1), so floor(W') lies in
+    //   [max(w_min, floor(w/2)), min(w, max(w_min, floor((w+1) * (1 - a_lo/2))))]
+    // and the domain picks the value (Z3: any; concrete: the real sender's).
+    I cut_window(int c, int t, B happens, R a_lo) {
         SenderState<D>& s = senders_[c];
         const I half = s.w / 2;
         const I lo = d_.sel(half < d_.lit(p_.w_min), d_.lit(p_.w_min), half);
-        const I v = d_.choose_cut(c, t, happens, lo, s.w);
+        I hi = s.w;
+        for (int k = p_.w_min; k <= p_.w_max; ++k) {
+            // (k+1) * (1 - a/2), linear in a for a constant k.
+            const I f = D::floor_of(d_.rlit(k + 1.0) - d_.rlit((k + 1.0) / 2) * a_lo);
+            I bound = d_.sel(f < d_.lit(p_.w_min), d_.lit(p_.w_min), f);
+            bound = d_.sel(bound > d_.lit(k), d_.lit(k), bound);
+            hi = d_.sel(s.w == d_.lit(k), bound, hi);
+        }
+        hi = d_.sel(hi < lo, lo, hi);
+        const I v = d_.choose_cut(c, t, happens, lo, hi);
         return d_.sel(happens, v, s.w);
     }
 
@@ -279,7 +299,13 @@ private:
     B on_feedback(int c, int t, B valid) {
         SenderState<D>& s = senders_[c];
         const B cuts = valid && !s.round_cut;
-        s.w = cut_window(c, t, cuts);
+        // The cut uses max(alpha, depth/capacity) and the marked arrival found depth >= mark_depth.
+        R a_lo = s.alpha_lo;
+        if (p_.mark_depth > 0) {
+            const R fb = d_.rlit(static_cast<double>(p_.mark_depth) / p_.queue_packets);
+            a_lo = D::rsel(a_lo < fb, fb, a_lo);
+        }
+        s.w = cut_window(c, t, cuts, a_lo);
         s.round_cut = s.round_cut || valid;
         return cuts;
     }
@@ -295,9 +321,11 @@ private:
         s.round_marked = s.round_marked + m;
         const B ends = valid && (applied > d_.lit(0) || m > d_.lit(0)) && s.retired >= s.round_end;
         // end_round(): no change if FEEDBACK already cut this round; cut if marked; else grow.
+        // alpha = (1-g) alpha + g F >= (1-g) alpha, updated before the cut uses it.
+        s.alpha_lo = D::rsel(ends, d_.rlit(1.0 - p_.gain) * s.alpha_lo, s.alpha_lo);
         const B cuts = ends && !s.round_cut && s.round_marked > d_.lit(0);
         const B grows = ends && !s.round_cut && !(s.round_marked > d_.lit(0));
-        const I cut_w = cut_window(c, t, cuts);
+        const I cut_w = cut_window(c, t, cuts, s.alpha_lo);
         const I grown = s.w + d_.lit(p_.additive_increase);
         s.w = d_.sel(grows, d_.sel(grown > d_.lit(p_.w_max), d_.lit(p_.w_max), grown), cut_w);
         // start_round()
