@@ -1,0 +1,413 @@
+// Distributed DRL pieces without sockets or libtorch: the cluster YAML, the worker's ModelReceiver,
+// the learner's protocol engine (exact application, credits, AoM/staleness, bad input) and the
+// checkpoint format.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "checkpoint.h"
+#include "cluster_config.h"
+#include "drl_wire.h"
+#include "learner_core.h"
+#include "model_receiver.h"
+
+using namespace shesha;
+
+namespace {
+
+constexpr std::uint16_t kCluster = 7;
+
+std::string error_of(const std::string& yaml) {
+    try {
+        drl::parse_cluster_config(yaml, "test.yaml");
+    } catch (const drl::ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Encodes a GRADIENT/MODEL message with the given elements.
+std::vector<std::uint8_t> message(proto::Header h, const std::vector<float>& elems) {
+    h.elem_count = static_cast<std::uint16_t>(elems.size());
+    std::vector<std::uint8_t> out(proto::kHeaderSize + elems.size() * 4);
+    const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), elems.size() * 4);
+    REQUIRE(proto::encode(h, body, out) == out.size());
+    return out;
+}
+
+proto::Header gradient_header(std::uint16_t chunk, std::uint16_t count, std::uint32_t worker, std::uint32_t version) {
+    proto::Header h;
+    h.type = proto::MsgType::Gradient;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = kCluster;
+    h.worker_id = worker;
+    h.model_version = version;
+    h.seq = 1;
+    h.chunk_index = chunk;
+    h.chunk_count = count;
+    h.ts_earliest_ns = 1000;
+    h.ts_latest_ns = 1000;
+    return h;
+}
+
+sockaddr_in endpoint(std::uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    return a;
+}
+
+struct Sent {
+    std::uint16_t port;
+    proto::Header hdr;
+    std::vector<std::uint8_t> payload;
+};
+
+// A learner over 10 parameters in chunks of 4 (4, 4, 2), SGD with lr 0.5: exact arithmetic.
+struct LearnerFixture {
+    drl::ClusterConfig config;
+    std::vector<Sent> sent;
+    std::unique_ptr<learner::LearnerCore> core;
+
+    explicit LearnerFixture(bool staleness_scaling = false) {
+        config.transport.chunk_elems = 4;
+        config.optimizer.kind = rl::OptimizerKind::Sgd;
+        config.optimizer.learning_rate = 0.5F;
+        config.learner.staleness_scaling = staleness_scaling;
+        config.learner.publish_interval_ms = 5;
+        config.learner.rebroadcast_ms = 1000;
+        std::vector<float> initial(10, 1.0F);
+        core = std::make_unique<learner::LearnerCore>(
+            config, kCluster, initial, 42, [this](const sockaddr_in& to, std::span<const std::uint8_t> m) {
+                proto::Message decoded;
+                REQUIRE(proto::decode(m, decoded) == proto::DecodeError::Ok);
+                sent.push_back({ntohs(to.sin_port), decoded.hdr, {decoded.payload.begin(), decoded.payload.end()}});
+                return true;
+            });
+    }
+    void feed(const std::vector<std::uint8_t>& bytes, std::uint16_t port = 5000, std::uint64_t now = 1'000'000) {
+        core->on_datagram(bytes, endpoint(port), now, now);
+    }
+    std::vector<float> params() const { return {core->parameters().begin(), core->parameters().end()}; }
+};
+
+}  // namespace
+
+TEST_CASE("cluster config: the shipped files load and defaults apply") {
+    const char* configs = std::getenv("SHESHA_CONFIGS_DIR");
+    REQUIRE(configs != nullptr);
+    const std::string dir = configs;
+    const drl::ClusterConfig c = drl::load_cluster_config(dir + "/cluster-cartpole.yaml");
+    CHECK(c.model.env_name == "CartPole-v1");
+    CHECK(c.model.hidden_sizes == std::vector<std::size_t>{64, 64});
+    CHECK(c.a3c.n_steps == 5);
+    CHECK(c.optimizer.kind == rl::OptimizerKind::SharedRmsProp);
+    CHECK(c.transport.chunk_elems == 1024);
+    CHECK(c.worker.max_updates_per_version == 4);
+    CHECK(drl::load_cluster_config(dir + "/cluster-acrobot.yaml").model.env_name == "Acrobot-v1");
+
+    const drl::ClusterConfig minimal = drl::parse_cluster_config("env: Pendulum-v1\n", "m.yaml");
+    CHECK(minimal.transport.w_init == 16);
+    CHECK(minimal.learner.eval_episodes == 10);
+    const transport::SenderConfig sc = drl::sender_config(minimal, 3, 9, 100);
+    CHECK(sc.cluster_id == 3);
+    CHECK(sc.worker_id == 9);
+    CHECK(sc.credit_timeout_ns == 200'000'000);
+}
+
+TEST_CASE("cluster config: errors name the file, line and key") {
+    CHECK(error_of("env: CartPole-v1\nmodle: {}\n") == "test.yaml:2:1: modle: unknown key 'modle'; expected one of: "
+                                                        "env, model, a3c, optimizer, transport, learner, worker, udp_port, seed");
+    CHECK(error_of("env: CartPole-v1\na3c:\n  gamma: 1.5\n") == "test.yaml:3:10: a3c.gamma: expected a number in [0, 1], got '1.5'");
+    CHECK(error_of("env: CartPole-v1\ntransport: {chunk_elems: 4096}\n") ==
+          "test.yaml:2:26: transport.chunk_elems: expected an integer in 1..2048, got 4096");
+    CHECK(error_of("env: CartPole-v1\noptimizer: {kind: lion}\n") ==
+          "test.yaml:2:19: optimizer.kind: expected rmsprop or adam or sgd, got 'lion'");
+    CHECK(error_of("env: Pong-v5\n") ==
+          error_of("env: Pong-v5\n"));  // deterministic
+    CHECK(error_of("env: Pong-v5\n").rfind("test.yaml:1:6: env: expected one of CartPole-v1", 0) == 0);
+    CHECK(error_of("seed: 1\n") == "test.yaml:1:1: (top level): missing required key 'env'");
+    CHECK(error_of("env: CartPole-v1\nlearner: {staleness_scaling: maybe}\n") ==
+          "test.yaml:2:30: learner.staleness_scaling: expected true or false, got 'maybe'");
+    CHECK(error_of("env: CartPole-v1\ntransport: {w_min: 8, w_max: 4}\n") ==
+          "test.yaml:2:30: transport.w_max: expected w_min <= w_max, got w_min 8 and w_max 4");
+    CHECK(error_of("env: CartPole-v1\nudp_port: 0x10\n") == "test.yaml:2:11: udp_port: expected an integer in 1..65535, got '0x10'");
+    CHECK(error_of("env: CartPole-v1\nenv: Acrobot-v1\n") == "test.yaml:2:1: env: duplicate key 'env'");
+    CHECK(error_of("env: [CartPole\n").rfind("test.yaml:", 0) == 0);
+}
+
+TEST_CASE("model receiver: adopts a version once complete, ignores stale and follows a restarted learner") {
+    const auto layout = *transport::make_layout(10, 4);
+    drl::ModelReceiver rx(layout, kCluster);
+    const auto chunk = [&](std::uint32_t incarnation, std::uint32_t version, std::uint16_t k, float value) {
+        proto::Header h;
+        h.type = proto::MsgType::Model;
+        h.cluster_id = kCluster;
+        h.seq = incarnation;
+        h.model_version = version;
+        transport::set_chunk_fields(layout, k, h);
+        const auto bytes = message(h, std::vector<float>(layout.elems_in(k), value));
+        proto::Message m;
+        REQUIRE(proto::decode(bytes, m) == proto::DecodeError::Ok);
+        return rx.on_chunk(m.hdr, m.payload);
+    };
+    using R = drl::ModelChunkResult;
+    CHECK(chunk(100, 5, 0, 5.0F) == R::Staged);
+    CHECK(chunk(100, 5, 0, 5.0F) == R::Duplicate);
+    CHECK(chunk(100, 5, 1, 5.0F) == R::Staged);
+    CHECK_FALSE(rx.has_model());
+    CHECK(chunk(100, 5, 2, 5.0F) == R::Adopted);
+    CHECK(rx.has_model());
+    CHECK(rx.version() == 5);
+    CHECK(std::vector<float>(rx.parameters().begin(), rx.parameters().end()) == std::vector<float>(10, 5.0F));
+    CHECK(chunk(100, 5, 1, 9.0F) == R::Stale);  // a rebroadcast of the adopted version
+    CHECK(chunk(100, 4, 1, 9.0F) == R::Stale);  // reordered older version
+    // Version 7 starts, version 8 supersedes it before it completes; 7's late chunk is stale.
+    CHECK(chunk(100, 7, 0, 7.0F) == R::Staged);
+    CHECK(chunk(100, 8, 0, 8.0F) == R::Staged);
+    CHECK(chunk(100, 7, 1, 7.0F) == R::Stale);
+    CHECK(chunk(100, 8, 1, 8.0F) == R::Staged);
+    CHECK(chunk(100, 8, 2, 8.0F) == R::Adopted);
+    CHECK(rx.version() == 8);
+    CHECK(rx.stats().assemblies_abandoned == 1);
+    // A bad chunk (NaN) is refused and does not disturb anything.
+    CHECK(chunk(100, 9, 0, std::numeric_limits<float>::quiet_NaN()) == R::Rejected);
+    // The learner restarted from an older checkpoint: a newer incarnation may go back in version.
+    CHECK(chunk(200, 3, 0, 3.0F) == R::Staged);
+    CHECK(chunk(100, 9, 1, 9.0F) == R::Stale);  // the old incarnation's late datagram
+    CHECK(chunk(200, 3, 1, 3.0F) == R::Staged);
+    CHECK(chunk(200, 3, 2, 3.0F) == R::Adopted);
+    CHECK(rx.version() == 3);
+    CHECK(rx.incarnation() == 200);
+    CHECK(rx.stats().learner_restarts == 1);
+    CHECK(rx.stats().versions_adopted == 3);
+    CHECK(rx.reassembler_stats().rejected_total() == 1);
+}
+
+TEST_CASE("learner: a valid chunk is applied to its slice at once, averaged by contributions, and credited") {
+    LearnerFixture f;
+    // Worker 3 sends chunk 1 (elements 4..7) of gradient 2.0 each: SGD lr 0.5 -> 1 - 1 = 0.
+    auto h = gradient_header(1, 3, 3, 1);
+    auto bytes = message(h, {2, 2, 2, 2});
+    drl::set_gradient_env_steps(bytes, 55);
+    f.feed(bytes);
+    CHECK(f.params() == std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0, 1, 1});
+    CHECK(f.core->counters().chunks_applied == 1);
+    CHECK(f.core->env_steps() == 55);
+    REQUIRE(f.sent.size() == 1);
+    CHECK(f.sent[0].hdr.type == proto::MsgType::Credit);
+    CHECK(f.sent[0].hdr.worker_id == 3);
+    CHECK(f.sent[0].hdr.seq == 42);  // the incarnation
+    CHECK(f.sent[0].port == 5000);
+    proto::CreditBody body;
+    REQUIRE(proto::decode_credit(f.sent[0].payload, body));
+    CHECK(body.credits == 1);
+    CHECK(body.ce_count == 0);
+
+    // A chunk merged in the switch from two workers, sum 4.0 with CE: averaged (scale 1/2), so
+    // the step is lr * 4 / 2 = 1; the CE is echoed to the named worker.
+    f.sent.clear();
+    f.feed(message(gradient_header(0, 3, 4, 1), {0, 0, 0, 0}), 5001);  // registers worker 4
+    f.sent.clear();
+    h = gradient_header(2, 3, 3, 1);
+    h.flags = proto::flag::kMerged | proto::flag::kCongestionExperienced;
+    h.contrib_count = 2;
+    f.feed(message(h, {4, 4}));
+    CHECK(f.params() == std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0, 0, 0});
+    CHECK(f.core->counters().merged_chunks == 1);
+    CHECK(f.core->counters().contributions_applied == 4);
+    REQUIRE(f.sent.size() == 2);  // the named worker's unit and echo, one spread unit to worker 4
+    CHECK(f.sent[0].hdr.worker_id == 3);
+    CHECK((f.sent[0].hdr.flags & proto::flag::kCongestionEcho) != 0);
+    CHECK(f.sent[1].hdr.worker_id == 4);
+    CHECK(f.sent[1].port == 5001);
+}
+
+TEST_CASE("learner: staleness is learner version minus base version; scaling divides by 1 + staleness") {
+    LearnerFixture f(true);
+    f.feed(message(gradient_header(0, 3, 1, 1), {1, 1, 1, 1}), 5000, 1'000'000);
+    CHECK(f.core->publish_now(2'000'000, 2'000'000));
+    CHECK(f.core->version() == 2);
+    CHECK(f.core->publish_now(3'000'000, 3'000'000) == false);  // nothing new: no version
+    // Base version 1 at learner version 2: staleness 1, scale 1/2: 1 - 0.5 * 2 * 0.5 = 0.5.
+    f.feed(message(gradient_header(2, 3, 1, 1), {2, 2}), 5000, 4'000'000);
+    CHECK(f.params()[8] == 0.5F);
+    CHECK(f.params()[9] == 0.5F);
+    // A base version ahead of ours (a resumed learner) counts as staleness 0, flagged.
+    f.feed(message(gradient_header(1, 3, 1, 9), {1, 1, 1, 1}), 5000, 5'000'000);
+    CHECK(f.params()[4] == 0.5F);
+    const auto& st = f.core->staleness();
+    CHECK(st.count == 3);
+    CHECK(st.histogram[0] == 2);
+    CHECK(st.histogram[1] == 1);
+    CHECK(st.max == 1);
+    CHECK(st.mean() == Approx(1.0 / 3.0));
+    CHECK(f.core->counters().version_ahead == 1);
+}
+
+TEST_CASE("learner: AoM follows the freshest applied update, never a rejected one") {
+    LearnerFixture f;
+    auto h = gradient_header(0, 3, 1, 1);
+    h.ts_earliest_ns = h.ts_latest_ns = 10'000'000;
+    f.feed(message(h, {0, 0, 0, 0}), 5000, 12'000'000);
+    h.ts_earliest_ns = h.ts_latest_ns = 15'000'000;
+    f.feed(message(h, {0, 0, std::numeric_limits<float>::infinity(), 0}), 5000, 16'000'000);  // rejected
+    CHECK(f.core->aom().latest_generation_ns() == 10'000'000);
+    f.core->aom().advance(14'000'000);
+    // Samples at 13 and 14 ms: ages 3 and 4 ms.
+    CHECK(f.core->aom().samples() == 2);
+    CHECK(f.core->aom().mean_ns() == 3'500'000.0);
+    CHECK(f.core->aom().peak_ns() == 4'000'000);
+}
+
+TEST_CASE("learner: bad input is counted and never applied") {
+    LearnerFixture f;
+    const std::vector<float> before = f.params();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    f.feed({1, 2, 3});                                                // short
+    std::vector<std::uint8_t> garbage(100, 0xAB);
+    f.feed(garbage);                                                  // bad magic
+    auto good = message(gradient_header(0, 3, 1, 1), {1, 1, 1, 1});
+    auto truncated = good;
+    truncated.pop_back();
+    f.feed(truncated);                                                // length mismatch (codec)
+    auto foreign = gradient_header(0, 3, 1, 1);
+    foreign.cluster_id = kCluster + 1;
+    f.feed(message(foreign, {1, 1, 1, 1}));                           // wrong cluster
+    f.feed(message(gradient_header(0, 4, 1, 1), {1, 1, 1, 1}));       // wrong chunk count
+    f.feed(message(gradient_header(5, 9, 1, 1), {1, 1, 1, 1}));       // wrong count and index out of range
+    auto past_end = good;
+    past_end[proto::off::kChunkIndex + 1] = 3;                        // chunk_index 3 of 3
+    f.feed(past_end);                                                 // out-of-range index (codec)
+    f.feed(message(gradient_header(1, 3, 1, 1), {1, 1}));             // wrong element count
+    f.feed(message(gradient_header(2, 3, 1, 1), {1, nan}));           // NaN
+    auto bf16 = gradient_header(0, 3, 1, 1);
+    bf16.elem_type = proto::ElemType::BF16;
+    bf16.elem_count = 4;
+    std::vector<std::uint8_t> bf16_bytes(proto::kHeaderSize + 8, 0);
+    REQUIRE(proto::encode(bf16, std::vector<std::uint8_t>(8, 0), bf16_bytes) == bf16_bytes.size());
+    f.feed(bf16_bytes);                                               // wrong element type
+    proto::Header credit;
+    credit.type = proto::MsgType::Credit;
+    credit.elem_type = proto::ElemType::None;
+    credit.elem_count = 0;
+    std::vector<std::uint8_t> credit_bytes(proto::kHeaderSize + proto::kCreditBodySize);
+    REQUIRE(proto::encode(credit, std::vector<std::uint8_t>(16, 0), credit_bytes) == credit_bytes.size());
+    f.feed(credit_bytes);                                             // unexpected type
+    auto request = drl::model_request_header(kCluster + 1, 1, 0, 0);
+    std::vector<std::uint8_t> request_bytes(proto::kHeaderSize);
+    REQUIRE(proto::encode(request, {}, request_bytes) == proto::kHeaderSize);
+    f.feed(request_bytes);                                            // a request for another cluster
+
+    CHECK(f.params() == before);
+    const auto& c = f.core->counters();
+    CHECK(c.datagrams == 12);
+    CHECK(c.decode_errors_total == 4);
+    CHECK(c.decode_errors[static_cast<std::size_t>(proto::DecodeError::BadChunk)] == 1);
+    CHECK(c.decode_errors[static_cast<std::size_t>(proto::DecodeError::ShortPacket)] == 1);
+    CHECK(c.decode_errors[static_cast<std::size_t>(proto::DecodeError::BadMagic)] == 1);
+    CHECK(c.decode_errors[static_cast<std::size_t>(proto::DecodeError::LengthMismatch)] == 1);
+    CHECK(c.unexpected_type == 1);
+    CHECK(c.foreign_requests == 1);
+    CHECK(c.chunks_applied == 0);
+    const auto& r = f.core->reassembler_stats();
+    using A = transport::ApplyResult;
+    CHECK(r.rejected[static_cast<std::size_t>(A::WrongCluster)] == 1);
+    CHECK(r.rejected[static_cast<std::size_t>(A::WrongChunkCount)] == 2);
+    CHECK(r.rejected[static_cast<std::size_t>(A::WrongElemCount)] == 1);
+    CHECK(r.rejected[static_cast<std::size_t>(A::NonFinite)] == 1);
+    CHECK(r.rejected[static_cast<std::size_t>(A::WrongElemType)] == 1);
+    CHECK(r.rejected_total() == 6);
+    CHECK(f.core->staleness().count == 0);
+    CHECK_FALSE(f.core->aom().started());
+    // The rejected chunks of our cluster still left flight: credited (5 of them, worker 1).
+    CHECK(c.credit_messages == 5);
+}
+
+TEST_CASE("learner: model requests are answered with the whole published model, rate limited") {
+    LearnerFixture f;
+    std::vector<std::uint8_t> req(proto::kHeaderSize);
+    REQUIRE(proto::encode(drl::model_request_header(kCluster, 9, 0, 0), {}, req) == proto::kHeaderSize);
+    f.feed(req, 6000, 100'000'000);
+    REQUIRE(f.sent.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+        CHECK(f.sent[k].hdr.type == proto::MsgType::Model);
+        CHECK(f.sent[k].hdr.chunk_index == k);
+        CHECK(f.sent[k].hdr.model_version == 1);
+        CHECK(f.sent[k].hdr.seq == 42);
+        CHECK(f.sent[k].port == 6000);
+    }
+    f.feed(req, 6000, 110'000'000);  // within 20 ms: not again
+    CHECK(f.sent.size() == 3);
+    CHECK(f.core->counters().model_requests_rate_limited == 1);
+    f.feed(req, 6000, 121'000'000);
+    CHECK(f.sent.size() == 6);
+    // A publish broadcasts the new version to every active worker.
+    f.sent.clear();
+    f.feed(message(gradient_header(0, 3, 9, 1), {1, 1, 1, 1}), 6000, 130'000'000);
+    f.sent.clear();
+    CHECK(f.core->on_tick(140'000'000, 140'000'000));
+    REQUIRE(f.sent.size() == 3);
+    CHECK(f.sent[0].hdr.model_version == 2);
+}
+
+TEST_CASE("checkpoint: round trip restores parameters, version and optimizer state; damage is detected") {
+    LearnerFixture f;
+    f.config.optimizer.kind = rl::OptimizerKind::SharedRmsProp;
+    learner::LearnerCore core(f.config, kCluster, std::vector<float>(10, 1.0F), 1,
+                              [](const sockaddr_in&, std::span<const std::uint8_t>) { return true; });
+    core.on_datagram(message(gradient_header(0, 3, 1, 1), {1, 2, 3, 4}), endpoint(1), 1, 1);
+    core.publish_now(2, 2);
+    const learner::LearnerState saved = core.snapshot_state();
+    CHECK(saved.version == 2);
+    REQUIRE(saved.optimizers.size() == 3);
+    CHECK(saved.optimizers[0].steps == 1);
+
+    const auto path = (std::filesystem::temp_directory_path() / "shesha-test-drl.ckpt").string();
+    std::string error;
+    REQUIRE(learner::save_checkpoint(path, saved, "CartPole-v1", error));
+    learner::LearnerState loaded;
+    std::string env;
+    REQUIRE(learner::load_checkpoint(path, loaded, env, error));
+    CHECK(env == "CartPole-v1");
+    CHECK(loaded.version == 2);
+    CHECK(loaded.cluster_id == kCluster);
+    CHECK(loaded.parameters == saved.parameters);
+    CHECK(loaded.optimizers[0].buffers == saved.optimizers[0].buffers);
+
+    learner::LearnerCore resumed(f.config, kCluster, std::vector<float>(10, 0.0F), 2,
+                                 [](const sockaddr_in&, std::span<const std::uint8_t>) { return true; });
+    REQUIRE(resumed.restore(loaded, error));
+    CHECK(resumed.version() == 2);
+    CHECK(std::vector<float>(resumed.parameters().begin(), resumed.parameters().end()) == saved.parameters);
+    // The same next gradient gives bit-identical parameters on the original and the resumed learner.
+    const auto next = message(gradient_header(0, 3, 1, 2), {0.5F, -1, 2, 0.25F});
+    core.on_datagram(next, endpoint(1), 3, 3);
+    resumed.on_datagram(next, endpoint(1), 3, 3);
+    CHECK(std::vector<float>(resumed.parameters().begin(), resumed.parameters().end()) ==
+          std::vector<float>(core.parameters().begin(), core.parameters().end()));
+
+    // A state of another shape is refused and changes nothing.
+    learner::LearnerState wrong = loaded;
+    wrong.parameters.resize(11);
+    CHECK_FALSE(resumed.restore(wrong, error));
+    CHECK(error == "checkpoint has 11 parameters, the model has 10");
+
+    // One flipped byte: checksum mismatch.
+    {
+        std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+        file.seekp(40);
+        file.put('\x7f');
+    }
+    CHECK_FALSE(learner::load_checkpoint(path, loaded, env, error));
+    CHECK(error.find("checksum mismatch") != std::string::npos);
+    std::filesystem::remove(path);
+}
