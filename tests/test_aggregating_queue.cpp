@@ -825,14 +825,16 @@ TEST_CASE("random traffic matches a simple reference model", "[queue]") {
 }
 
 TEST_CASE("dequeue_burst is the same as repeated dequeue", "[queue]") {
-    // Two queues get the same arrivals (each with its own copies of the packets, since merging
-    // writes into them); one is drained packet by packet, the other in bursts of random size.
+    // Three queues get the same arrivals (each with its own copies of the packets, since merging
+    // writes into them); one is drained packet by packet, the others in bursts of random size,
+    // into Departures and into the transmitter's three arrays.
     QueueConfig c = config(16, 1u << 20);
     c.mark_depth_packets = 6;
     c.mark_sojourn_ticks = 40;
     AggregatingQueue one(c);
     AggregatingQueue burst(c);
-    Pool pool_one, pool_burst;
+    AggregatingQueue arrays(c);
+    Pool pool_one, pool_burst, pool_arrays;
     std::mt19937 rng(99);
     std::uint64_t now = 0;
     std::uint64_t departures = 0, merges = 0;
@@ -843,6 +845,10 @@ TEST_CASE("dequeue_burst is the same as repeated dequeue", "[queue]") {
             std::vector<Departure> got(max);
             const std::uint32_t n = burst.dequeue_burst(now, got.data(), max);
             REQUIRE(n == std::min(max, one.depth() + 0));
+            std::vector<void*> handles(max);
+            std::vector<std::uint32_t> lens(max);
+            std::vector<std::uint16_t> contribs(max);
+            REQUIRE(arrays.dequeue_burst(now, handles.data(), lens.data(), contribs.data(), max) == n);
             for (std::uint32_t i = 0; i < n; ++i) {
                 Departure d;
                 REQUIRE(one.dequeue(now, d));
@@ -853,6 +859,9 @@ TEST_CASE("dequeue_burst is the same as repeated dequeue", "[queue]") {
                 REQUIRE(b.marked == d.marked);
                 REQUIRE(std::memcmp(b.frame, d.frame, d.frame_len) == 0);
                 REQUIRE(b.frame == static_cast<Packet*>(b.handle)->frame);
+                REQUIRE(lens[i] == d.frame_len);
+                REQUIRE(contribs[i] == d.contributions);
+                REQUIRE(std::memcmp(static_cast<Packet*>(handles[i])->frame, d.frame, d.frame_len) == 0);
                 ++departures;
             }
             REQUIRE(burst.dequeue_burst(now, got.data(), 0) == 0);
@@ -869,15 +878,20 @@ TEST_CASE("dequeue_burst is the same as repeated dequeue", "[queue]") {
         };
         Packet& p1 = arrive(pool_one);
         Packet& p2 = arrive(pool_burst);
+        Packet& p3 = arrive(pool_arrays);
         const EnqueueResult r1 = one.enqueue(p1.arrival, now);
         const EnqueueResult r2 = burst.enqueue(p2.arrival, now);
+        const EnqueueResult r3 = arrays.enqueue(p3.arrival, now);
         REQUIRE(r1.status == r2.status);
         REQUIRE(r1.marked == r2.marked);
+        REQUIRE(r1.status == r3.status);
+        REQUIRE(r1.marked == r3.marked);
         if (r1.status == EnqueueStatus::Merged) ++merges;
     }
     const QueueStats& a = one.stats();
     const QueueStats& b = burst.stats();
     CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+    CHECK(std::memcmp(&a, &arrays.stats(), sizeof a) == 0);
     CHECK(a.dequeued == departures);
     CHECK(a.merged == merges);
     CHECK(one.depth_bytes() == burst.depth_bytes());

@@ -335,8 +335,10 @@ struct AggregatingQueue::Impl {
         }
     }
 
-    // Removes up to max packets from the head; statistics are summed locally and stored once.
-    std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept {
+    // Removes up to max packets from the head, handing each to emit(i, slot, sojourn); statistics
+    // are summed locally and stored once.
+    template <typename Emit>
+    std::uint32_t dequeue_burst(std::uint64_t now, std::uint32_t max, Emit&& emit) noexcept {
         const std::uint32_t n = std::min<std::uint32_t>(max, depth());
         std::uint64_t out_bytes = 0;
         std::uint64_t sojourn_sum = 0;
@@ -352,15 +354,7 @@ struct AggregatingQueue::Impl {
             }
             const std::uint64_t sojourn = now > e.enqueued_at ? now - e.enqueued_at : 0;
             if (mark_ticks > 0 && sojourn >= mark_ticks) mark(e);
-
-            Departure& d = out[i];
-            d.handle = e.handle;
-            d.frame = e.frame;
-            d.frame_len = e.frame_len;
-            d.contributions = e.contributions;
-            d.sojourn_ticks = sojourn;
-            d.marked = (e.flags & kMarked) != 0;
-
+            emit(i, e, sojourn);
             out_bytes += e.frame_len;
             sojourn_sum += sojourn;
             sojourn_max = std::max(sojourn_max, sojourn);
@@ -393,12 +387,36 @@ std::uint32_t AggregatingQueue::front_len() const noexcept {
     return q.head == q.tail ? 0 : q.ring[q.head & q.ring_mask].frame_len;
 }
 
+namespace {
+void fill(Departure& d, const Slot& e, std::uint64_t sojourn) noexcept {
+    d.handle = e.handle;
+    d.frame = e.frame;
+    d.frame_len = e.frame_len;
+    d.contributions = e.contributions;
+    d.sojourn_ticks = sojourn;
+    d.marked = (e.flags & kMarked) != 0;
+}
+}  // namespace
+
 bool AggregatingQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
-    return impl_->dequeue_burst(now, &out, 1) == 1;
+    return impl_->dequeue_burst(now, 1, [&](std::uint32_t, const Slot& e, std::uint64_t sojourn) {
+        fill(out, e, sojourn);
+    }) == 1;
 }
 
 std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept {
-    return impl_->dequeue_burst(now, out, max);
+    return impl_->dequeue_burst(now, max, [&](std::uint32_t i, const Slot& e, std::uint64_t sojourn) {
+        fill(out[i], e, sojourn);
+    });
+}
+
+std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
+                                              std::uint16_t* contributions, std::uint32_t max) noexcept {
+    return impl_->dequeue_burst(now, max, [&](std::uint32_t i, const Slot& e, std::uint64_t) {
+        handles[i] = e.handle;
+        frame_lens[i] = e.frame_len;
+        contributions[i] = e.contributions;
+    });
 }
 
 std::uint32_t AggregatingQueue::depth() const noexcept { return impl_->depth(); }

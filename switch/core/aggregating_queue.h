@@ -103,6 +103,10 @@ public:
     // Removes up to max packets from the head into out[0..n) and returns n: the same as n calls of
     // dequeue(now, ...), with the statistics summed once per burst. For a port with no shaper.
     std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept;
+    // The same, writing only what a transmitter needs into three arrays (handles for the NIC, lengths
+    // and contribution counts for its counters).
+    std::uint32_t dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
+                                std::uint16_t* contributions, std::uint32_t max) noexcept;
 
     std::uint32_t depth() const noexcept;        // packets waiting
     std::uint64_t depth_bytes() const noexcept;

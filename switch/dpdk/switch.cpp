@@ -124,7 +124,6 @@ struct Switch::RxContext {
     rte_ring* ring = nullptr;          // to the egress owner; null in one-lcore mode
     // Per-burst scratch, allocated once: a local array of these would be value-initialised (their
     // members have default initialisers), a memset of several KB every round.
-    std::vector<PacketMeta> metas = std::vector<PacketMeta>(kMaxBurst);
     std::vector<Handoff> handoffs = std::vector<Handoff>(kMaxBurst);
 };
 
@@ -442,6 +441,7 @@ void Switch::flush_staged(PortState& port, std::uint64_t now) noexcept {
     std::int64_t ewma = port.mark_ewma;
     std::uint64_t drops = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
+        if (ewma == 0 && results[i].status == core::EnqueueStatus::Queued && !results[i].marked) continue;  // nothing changes
         const core::EnqueueResult r = results[i];
         ewma += ((r.marked ? (std::int64_t{1000} << 10) : 0) - ewma) / 32;
         if (unlikely(r.status != core::EnqueueStatus::Queued)) {
@@ -577,14 +577,10 @@ unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
         contrib[i] = port.pending_contrib[i];
     }
     if (port.bucket.unlimited()) {
-        // No shaper: take the whole burst from the queue at once.
-        core::Departure* out = departures_.data();
-        const std::uint32_t got = port.queue.dequeue_burst(now, out, burst_ - std::min(n, burst_));
-        for (std::uint32_t i = 0; i < got; ++i, ++n) {
-            burst[n] = static_cast<rte_mbuf*>(out[i].handle);
-            lens[n] = out[i].frame_len;
-            contrib[n] = out[i].contributions;
-        }
+        // No shaper: take the whole burst from the queue at once, straight into the TX arrays.
+        static_assert(sizeof(rte_mbuf*) == sizeof(void*));
+        n += port.queue.dequeue_burst(now, reinterpret_cast<void**>(burst.data() + n), lens.data() + n,
+                                      contrib.data() + n, burst_ - std::min(n, burst_));
     } else {
         while (n < burst_) {
             const std::uint32_t len = port.queue.front_len();
@@ -632,19 +628,19 @@ unsigned Switch::poll_round(std::uint64_t now) noexcept {
     RxContext& ctx = *rx_contexts_.front();
     std::array<rte_mbuf*, kMaxBurst> pkts;
     unsigned received = 0;
-    PacketMeta* metas = ctx.metas.data();
     for (std::uint16_t index : ctx.ports) {
         const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
         if (n == 0) continue;
-        // Classify the whole burst, prefetching headers a few packets ahead, then forward it.
+        // One pass: classify and forward each packet, with headers prefetched a few packets ahead.
         RxTally tally;
         for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
         for (std::uint16_t i = 0; i < n; ++i) {
             if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
-            inspect(ctx, pkts[i], index, metas[i], tally);
+            PacketMeta meta;
+            inspect(ctx, pkts[i], index, meta, tally);
+            forward(pkts[i], meta, now);
         }
         settle_rx(ctx, index, n, tally);
-        for (std::uint16_t i = 0; i < n; ++i) forward(pkts[i], metas[i], now);
         finish_forwarding(now);
         received += n;
     }

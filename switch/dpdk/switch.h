@@ -171,7 +171,6 @@ private:
     std::vector<std::uint64_t> flooded_pending_;
     std::array<rte_mbuf*, kMaxBurst> to_free_{};
     // Scratch of the egress owner, allocated once (value-initialising a local array costs a memset).
-    std::vector<core::Departure> departures_ = std::vector<core::Departure>(kMaxBurst);
     std::vector<Handoff> egress_handoffs_ = std::vector<Handoff>(kMaxBurst);
     std::vector<core::EnqueueResult> staged_results_ = std::vector<core::EnqueueResult>(kMaxBurst);
     std::uint32_t n_to_free_ = 0;
