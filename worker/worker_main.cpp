@@ -47,6 +47,9 @@ struct Options {
     std::string metrics;
     std::optional<std::uint64_t> seed;
     bool quiet = false;
+    // Off: no reaction to congestion marks (CE echoes in CREDITs) or switch FEEDBACK; the window
+    // starts at w_max and only credits clock the sending. The lab's baseline arms use it.
+    bool congestion_control = true;
 };
 
 struct WindowSample {
@@ -71,6 +74,8 @@ struct WorkerStats {
     std::uint64_t unexpected = 0;          // GRADIENT or a model request sent to a worker
     std::uint64_t foreign = 0;             // CREDIT/FEEDBACK/MODEL for another cluster or worker
     std::uint64_t credits_seen = 0;
+    std::uint64_t feedback_ignored = 0;    // --congestion-control off
+    std::uint64_t marks_ignored = 0;       // --congestion-control off: CE echoes not acted on
     std::uint64_t learner_restarts_seen = 0;  // CREDIT incarnation changes
     std::uint64_t send_errors = 0;
     std::uint64_t lag_samples = 0;
@@ -87,6 +92,9 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const transport
     j.field("worker_id", o.worker_id);
     j.field("cluster_id", o.cluster);
     j.field("final", final);
+    j.field("congestion_control", o.congestion_control);
+    j.field("feedback_ignored", s.feedback_ignored);
+    j.field("marks_ignored", s.marks_ignored);
     j.field("wall_seconds", wall_s);
     j.field("env_steps", s.env_steps);
     j.field("env_steps_per_s", wall_s > 0 ? static_cast<double>(s.env_steps) / wall_s : 0.0);
@@ -198,7 +206,8 @@ int run(const Options& o) {
         return kExitUsage;
     }
     const std::size_t n_params = model->parameter_count();
-    const transport::SenderConfig sc = sender_config(config, cluster_id, o.worker_id, static_cast<std::uint32_t>(n_params));
+    transport::SenderConfig sc = sender_config(config, cluster_id, o.worker_id, static_cast<std::uint32_t>(n_params));
+    if (!o.congestion_control) sc.w_init = sc.w_max;
     if (const std::string bad = transport::validate(sc); !bad.empty()) {
         fmt::print(stderr, "shesha-worker: {}: transport: {}\n", o.config_path, bad);
         return kExitUsage;
@@ -302,6 +311,12 @@ int run(const Options& o) {
                     any_credit = true;
                     credit_incarnation = m.hdr.seq;
                     s.learner_version = body.learner_version;
+                    if (!o.congestion_control) {
+                        // Credits still clock the window; the marks they echo are not acted on.
+                        s.marks_ignored += body.ce_count;
+                        body.ce_count = 0;
+                        m.hdr.flags = static_cast<std::uint8_t>(m.hdr.flags & ~proto::flag::kCongestionEcho);
+                    }
                     sender.on_credit(body, m.hdr.flags, now);
                     break;
                 }
@@ -311,7 +326,10 @@ int run(const Options& o) {
                         ++s.foreign;
                         break;
                     }
-                    sender.on_feedback(body, now);
+                    if (o.congestion_control)
+                        sender.on_feedback(body, now);
+                    else
+                        ++s.feedback_ignored;
                     break;
                 }
                 default:
@@ -432,6 +450,10 @@ int main(int argc, char** argv) {
     app.add_option("--metrics", o.metrics, "write the worker's metrics JSON here (periodically and at exit)");
     app.add_option("--seed", o.seed, "base seed (default: the config's seed)");
     app.add_flag("--quiet", o.quiet, "no summary line");
+    std::string congestion_control = "on";
+    app.add_option("--congestion-control", congestion_control,
+                   "on: react to congestion marks and FEEDBACK (default); off: ignore them (baselines)")
+        ->check(CLI::IsMember({"on", "off"}));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -439,6 +461,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "shesha-worker: {}\n", e.what());
         return shesha::drl::kExitUsage;
     }
+    o.congestion_control = congestion_control == "on";
     try {
         return shesha::drl::run(o);
     } catch (const std::exception& e) {
