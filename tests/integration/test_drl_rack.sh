@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Distributed A3C through shesha-switch on a namespace rack: a learner (h4) and three workers
+# (h1..h3) in their own network namespaces, joined by af_packet veth ports of one switch whose
+# port toward the learner is shaped, so the gradient chunks queue there and merge in the network.
+# The learner must reach a mean evaluation return of 195 on CartPole-v1; the merges, CE echoes and
+# FEEDBACK must be visible in the learner's, the workers' and the switch's counters.
+# Needs root and network namespaces; exits 77 (skip) where they are unavailable.
+#
+# usage: test_drl_rack.sh SWITCH LEARNER WORKER SOURCE_DIR
+set -uo pipefail
+
+SWITCH=$1 LEARNER=$2 WORKER=$3 SRC=$4
+# shellcheck source=../../tools/lab/rack.sh
+source "$SRC/tools/lab/rack.sh"
+# shellcheck source=../../tools/lab/switch_yaml.sh
+source "$SRC/tools/lab/switch_yaml.sh"
+# shellcheck source=../drl/drl_lib.sh
+source "$SRC/tests/drl/drl_lib.sh"
+
+RACK_PREFIX=shesha-drl-
+RACK_IF_PREFIX=shdrl-
+export RACK_FILE_PREFIX=shesha-drl-$$
+rack_can_run || exit 77
+
+WORK=$(mktemp -d /tmp/shesha-drl-rack.XXXXXX)
+SWITCH_PID=
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    [ -n "$SWITCH_PID" ] && kill -TERM "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null
+    rack_down
+    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The switch polls on lcore 0; host processes run on the other core(s) (as test_rack.sh does).
+if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
+host_run() { local h=$1; shift; rack_exec "$h" taskset -c "$HOST_CPUS" "$@"; }
+
+HOSTS=(h1 h2 h3 h4)
+rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4
+LEARNER_IP=10.77.0.4
+CFG=$SRC/configs/cluster-cartpole.yaml
+
+# Bottleneck toward the learner: 30 Mbit/s, 128-packet queue, marking from 16 packets. Three
+# workers offer far more than that, so chunks of the same index wait together and merge.
+rack_switch_yaml "$WORK/switch.yaml" h4 30M 128 16 h1,h2,h3 "${HOSTS[@]}"
+"$SWITCH" -c "$WORK/switch.yaml" --stats-json "$WORK/switch.json" > "$WORK/switch.log" 2>&1 &
+SWITCH_PID=$!
+for _ in $(seq 1 100); do
+    grep -q "shesha-switch running" "$WORK/switch.log" && break
+    kill -0 "$SWITCH_PID" 2>/dev/null || break
+    sleep 0.1
+done
+grep -q "shesha-switch running" "$WORK/switch.log" || { fail "switch did not start"; cat "$WORK/switch.log"; exit 1; }
+for h in h1 h2 h3; do rack_exec "$h" ping -c 1 -W 1 "$LEARNER_IP" > /dev/null 2>&1; done  # ARP + FDB warm
+
+host_run h4 "$LEARNER" --config "$CFG" --cluster 1 --bind "$LEARNER_IP" --duration 180 --target-return 195 \
+    --metrics-dir "$WORK/m" --workers 3 > "$WORK/learner.log" 2>&1 &
+LP=$!
+for w in 1 2 3; do
+    host_run "h$w" "$WORKER" --config "$CFG" --cluster 1 --worker-id $w --learner "$LEARNER_IP" --bind "10.77.0.$w" \
+        --duration 200 --metrics "$WORK/w$w.json" > "$WORK/w$w.log" 2>&1 &
+    pids+=($!)
+done
+wait $LP; rc=$?
+sleep 1.2   # the workers rewrite their metrics once a second
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${pids[@]}"; do wait "$p" || fail "worker exited with $?"; done
+pids=()
+kill -INT "$SWITCH_PID"; wait "$SWITCH_PID"; src=$?; SWITCH_PID=
+[ $src -eq 0 ] || fail "switch exited with $src"
+tail -3 "$WORK/learner.log"
+
+[ $rc -eq 0 ] && pass "learner reached mean eval return 195 through the switch" || fail "learner exit $rc"
+L=$WORK/m/learner.json S=$WORK/switch.json
+check "all three workers registered through the switch" "j('$L', 'workers.known') == 3"
+check "chunks merged in the network reached the learner" "j('$L', 'chunks.merged') > 0"
+check "merged chunks averaged: contributions > chunks applied" "j('$L', 'chunks.contributions') > j('$L', 'chunks.applied')"
+check "nothing rejected" "j('$L', 'chunks.rejected_total') == 0 and j('$L', 'decode_errors.total') == 0"
+check "the switch merged on the learner's port" "next(p for p in j('$S', 'ports') if p['name'] == 'h4')['queue']['merged'] > 0"
+check "CE marks seen and echoed by the learner" "j('$L', 'chunks.ce_marked') > 0 and j('$L', 'credits.echoes') > 0"
+check "workers cut their window (echoes or FEEDBACK)" \
+    "sum(j('$WORK/w%d.json' % w, 'credit.round_reductions') + j('$WORK/w%d.json' % w, 'credit.feedback_reductions') for w in (1, 2, 3)) > 0"
+check "workers received FEEDBACK from the switch" "sum(j('$WORK/w%d.json' % w, 'credit.feedback') for w in (1, 2, 3)) > 0"
+check "AoM and staleness measured" "j('$L', 'aom.samples') > 0 and j('$L', 'staleness.count') == j('$L', 'chunks.applied')"
+
+echo
+[ "$failures" -eq 0 ] && { echo "drl rack test: all checks passed"; exit 0; }
+echo "drl rack test: $failures check(s) failed"; exit 1
