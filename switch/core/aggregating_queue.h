@@ -93,8 +93,10 @@ public:
 
     EnqueueResult enqueue(const Arrival& a, std::uint64_t now) noexcept;
     // Enqueues arrivals[0..n) in order, exactly as n calls of enqueue(arrivals[i], now) would, and
-    // writes each result to results[i]. One call per burst instead of one per packet.
-    void enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now, EnqueueResult* results) noexcept;
+    // writes each result to results[i]. One call per burst instead of one per packet. Returns how
+    // many results are not {Queued, unmarked} (0: the caller has nothing to free or report).
+    std::uint32_t enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
+                                EnqueueResult* results) noexcept;
 
     // Frame length of the packet at the head (for the shaper), 0 if empty.
     std::uint32_t front_len() const noexcept;

@@ -437,8 +437,9 @@ void Switch::flush_staged(PortState& port, std::uint64_t now) noexcept {
     if (n == 0) return;
     port.n_staged = 0;
     core::EnqueueResult* results = staged_results_.data();
-    port.queue.enqueue_burst(port.staged.data(), n, now, results);
+    const std::uint32_t exceptions = port.queue.enqueue_burst(port.staged.data(), n, now, results);
     std::int64_t ewma = port.mark_ewma;
+    if (exceptions == 0 && ewma == 0) return;  // all queued, none marked: nothing to free or update
     std::uint64_t drops = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
         if (ewma == 0 && results[i].status == core::EnqueueStatus::Queued && !results[i].marked) continue;  // nothing changes
