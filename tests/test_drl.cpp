@@ -110,7 +110,7 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(c.model.hidden_sizes == std::vector<std::size_t>{64, 64});
     CHECK(c.a3c.n_steps == 5);
     CHECK(c.optimizer.kind == rl::OptimizerKind::SharedRmsProp);
-    CHECK(c.transport.chunk_elems == 1024);
+    CHECK(c.transport.chunk_elems == 256);
     CHECK(c.worker.max_updates_per_version == 4);
     CHECK(drl::load_cluster_config(dir + "/cluster-acrobot.yaml").model.env_name == "Acrobot-v1");
 

@@ -36,7 +36,9 @@ trap 'exit 130' INT TERM
 
 # The switch polls on lcore 0; host processes run on the other core(s) (as test_rack.sh does).
 if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
-host_run() { local h=$1; shift; rack_exec "$h" taskset -c "$HOST_CPUS" "$@"; }
+# Started in the background, a shell function runs in a subshell: exec makes $! the process
+# itself, so SIGTERM reaches the learner or worker (which then writes its final metrics).
+host_run() { local h=$1; shift; exec ip netns exec "${RACK_PREFIX}$h" taskset -c "$HOST_CPUS" "$@"; }
 
 HOSTS=(h1 h2 h3 h4)
 rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4
