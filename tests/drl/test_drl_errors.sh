@@ -42,7 +42,9 @@ expect_usage "worker: bad --learner" "--learner: not an IPv4 address" "$WORKER" 
 expect_usage "worker: bad YAML" "a3c.n_step: unknown key" "$WORKER" --config "$WORK/typo.yaml" --cluster 1 --worker-id 1 --learner 127.0.0.1
 
 # A live learner (cluster 5, 4675 parameters in 5 chunks of 1024) under fire.
-"$LEARNER" --config "$CFG" --cluster 5 --bind 127.0.0.1 --port "$PORT" --metrics-dir "$WORK/m" > "$WORK/learner.log" 2>&1 &
+sed 's/^  chunk_elems: .*/  chunk_elems: 1024/' "$CFG" > "$WORK/c1024.yaml"
+grep -q "^  chunk_elems: 1024" "$WORK/c1024.yaml" || { fail "cannot derive the test config"; exit 1; }
+"$LEARNER" --config "$WORK/c1024.yaml" --cluster 5 --bind 127.0.0.1 --port "$PORT" --metrics-dir "$WORK/m" > "$WORK/learner.log" 2>&1 &
 LP=$!
 for _ in $(seq 1 300); do grep -q "cluster 5 on" "$WORK/learner.log" && break; sleep 0.1; done  # bound and ready
 grep -q "cluster 5 on" "$WORK/learner.log" || { fail "learner did not start"; exit 1; }
