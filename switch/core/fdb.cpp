@@ -4,25 +4,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 
 namespace shesha::core {
-namespace {
-
-// The MAC as a 48-bit big-endian number: two loads and two byte swaps instead of a byte loop.
-std::uint64_t mac_to_u64(const Mac& m) noexcept {
-    std::uint32_t hi;
-    std::uint16_t lo;
-    std::memcpy(&hi, m.data(), sizeof hi);
-    std::memcpy(&lo, m.data() + 4, sizeof lo);
-    return (std::uint64_t{__builtin_bswap32(hi)} << 16) | __builtin_bswap16(lo);
-}
-
-}  // namespace
 
 Fdb::Fdb(std::size_t capacity, std::uint64_t aging_ticks)
     : table_(std::bit_ceil(std::max<std::size_t>(capacity * 2, 2))), capacity_(capacity),
-      aging_ticks_(aging_ticks) {}
+      hash_shift_(64 - std::countr_zero(table_.size())), aging_ticks_(aging_ticks) {}
 
 // Any change that can alter which entry a MAC maps to, its port or whether it has expired drops
 // both memos. A refresh of an unexpired entry on the same port changes none of that.
@@ -31,18 +18,18 @@ void Fdb::forget_memos() noexcept {
     looked_up_.valid = false;
 }
 
-std::size_t Fdb::home_slot(const Mac& mac) const noexcept {
-    // Fibonacci hashing: the multiply spreads vendor-prefix-heavy MACs over the high bits.
-    const std::uint64_t h = mac_to_u64(mac) * 0x9E3779B97F4A7C15ull;
-    return static_cast<std::size_t>(h >> 32) & (table_.size() - 1);
+std::size_t Fdb::home_slot(MacKey mac) const noexcept {
+    // Fibonacci hashing: the top bits of the product depend on every bit of the key, so MACs that
+    // share a vendor prefix and differ only in their last bytes still spread.
+    return static_cast<std::size_t>((mac * 0x9E3779B97F4A7C15ull) >> hash_shift_);
 }
 
-std::size_t Fdb::find_slot(const Mac& mac) const noexcept {
+std::size_t Fdb::find_slot(MacKey mac) const noexcept {
     const std::size_t mask = table_.size() - 1;
     for (std::size_t i = home_slot(mac);; i = (i + 1) & mask) {
         const Entry& e = table_[i];
         if (!e.used) return table_.size();
-        if (same_mac(e.mac, mac)) return i;
+        if (e.key == mac) return i;
     }
 }
 
@@ -57,7 +44,7 @@ void Fdb::erase_slot(std::size_t slot) noexcept {
         Entry& e = table_[j];
         if (!e.used) break;
         // e may fill the hole only if the hole lies on its probe path, i.e. cyclically in [home, j).
-        const std::size_t home = home_slot(e.mac);
+        const std::size_t home = home_slot(e.key);
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             table_[hole] = e;
             hole = j;
@@ -68,8 +55,9 @@ void Fdb::erase_slot(std::size_t slot) noexcept {
     forget_memos();
 }
 
-bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
+bool Fdb::add_static(const Mac& mac_bytes, std::uint16_t port) {
     forget_memos();
+    const MacKey mac = mac_key(mac_bytes);
     const std::size_t found = find_slot(mac);
     if (found != table_.size()) {
         table_[found].port = port;
@@ -80,21 +68,21 @@ bool Fdb::add_static(const Mac& mac, std::uint16_t port) {
     const std::size_t mask = table_.size() - 1;
     std::size_t i = home_slot(mac);
     while (table_[i].used) i = (i + 1) & mask;
-    table_[i] = Entry{mac, port, true, true, 0};
+    table_[i] = Entry{mac, 0, port, true, true};
     ++size_;
     return true;
 }
 
-void Fdb::learn_in_table(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept {
+void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
     if (is_multicast(mac)) return;  // a multicast source is bogus; never learn it
     const std::size_t mask = table_.size() - 1;
     std::size_t i = home_slot(mac);
     for (;; i = (i + 1) & mask) {
         Entry& e = table_[i];
         if (!e.used) break;
-        if (!same_mac(e.mac, mac)) continue;
+        if (e.key != mac) continue;
         if (e.is_static) {
-            learned_ = Memo{mac, port, true, now};  // static entries ignore learning: so will repeats
+            learned_ = Memo{mac, now, port, true};  // static entries ignore learning: so will repeats
             return;
         }
         if (expired(e, now)) {
@@ -107,24 +95,24 @@ void Fdb::learn_in_table(const Mac& mac, std::uint16_t port, std::uint64_t now) 
         }
         e.port = port;
         e.last_seen = now;
-        learned_ = Memo{mac, port, true, now};
+        learned_ = Memo{mac, now, port, true};
         return;
     }
     if (size_ >= capacity_) {
         ++stats_.table_full;
         return;
     }
-    table_[i] = Entry{mac, port, true, false, now};
+    table_[i] = Entry{mac, now, port, true, false};
     ++size_;
     ++stats_.learned;
     looked_up_.valid = false;
-    learned_ = Memo{mac, port, true, now};
+    learned_ = Memo{mac, now, port, true};
 }
 
-std::uint16_t Fdb::lookup_in_table(const Mac& mac, std::uint64_t now) const noexcept {
+std::uint16_t Fdb::lookup_in_table(MacKey mac, std::uint64_t now) const noexcept {
     const std::size_t i = find_slot(mac);
     const std::uint16_t port = (i == table_.size() || expired(table_[i], now)) ? kNoPort : table_[i].port;
-    looked_up_ = Memo{mac, port, true, now};
+    looked_up_ = Memo{mac, now, port, true};
     return port;
 }
 

@@ -45,10 +45,6 @@ core::Mac mac_at(const std::uint8_t* p) noexcept {
     return m;
 }
 
-bool is_zero_mac(const core::Mac& m) noexcept {
-    return (m[0] | m[1] | m[2] | m[3] | m[4] | m[5]) == 0;
-}
-
 std::vector<core::ClusterRule> rules_from(const core::SwitchConfig& cfg) {
     std::vector<core::ClusterRule> rules;
     rules.reserve(cfg.clusters.size());
@@ -280,11 +276,11 @@ void Switch::settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t pac
 [[gnu::always_inline]] inline void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
     const std::uint16_t in = meta.in_port;
     const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    const core::Mac dst = mac_at(eth);
-    const core::Mac src = mac_at(eth + 6);
+    const core::MacKey dst = core::mac_key(eth);
+    const core::MacKey src = core::mac_key(eth + 6);
     // The all-zero address is no station's (net_null and broken senders use it): never learned, so
     // frames to it flood instead of being pinned to whichever port sent one last.
-    if (!is_zero_mac(src)) fdb_.learn(src, in, now);
+    if (src != 0) fdb_.learn(src, in, now);
 
     if (meta.cls == PacketClass::Malformed && cfg_.malformed == core::MalformedAction::Drop) {
         bump(egress_->malformed_dropped);
@@ -294,7 +290,7 @@ void Switch::settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t pac
 
     bool mergeable = false;
     std::uint32_t tolerance = 0;
-    if (meta.cls == PacketClass::Gradient && !admit_gradient(m, meta, src, mergeable, tolerance)) return;
+    if (meta.cls == PacketClass::Gradient && !admit_gradient(m, meta, mac_at(eth + 6), mergeable, tolerance)) return;
 
     const std::uint16_t out = core::is_multicast(dst) ? core::kNoPort : fdb_.lookup(dst, now);
     if (out == in) {  // the destination lives behind the ingress port: never send it back
