@@ -394,6 +394,10 @@ struct AggregatingQueue::Impl {
             sojourn_max = std::max(sojourn_max, sojourn);
         }
         head += n;
+        // An empty queue has an empty index (every indexed packet leaves it on dequeue), so the
+        // sequence numbers can start again at 0: a queue that keeps draining then reuses its first
+        // few slots, which stay in L1, instead of sweeping the whole ring through the cache.
+        if (head == tail) head = tail = 0;
         bytes -= out_bytes;
         stats.dequeued += n;
         stats.dequeued_bytes += out_bytes;
