@@ -31,8 +31,8 @@ leftovers() {  # namespaces, veths or DPDK runtime dirs the lab left behind
 echo "== 1. Ctrl-C in the middle of an arm tears everything down"
 $PY "$LAB" --quick --build-dir "$BUILD" --out "$WORK/interrupted" > "$WORK/interrupted.log" 2>&1 &
 lab_pid=$!
-for _ in $(seq 1 150); do grep -q "s |" "$WORK/interrupted.log" 2>/dev/null && break; sleep 0.2; done
-grep -q "s |" "$WORK/interrupted.log" || fail "no progress line within 30 s: $(tail -5 "$WORK/interrupted.log")"
+for _ in $(seq 1 900); do grep -q "s |" "$WORK/interrupted.log" 2>/dev/null && break; sleep 0.2; done
+grep -q "s |" "$WORK/interrupted.log" || fail "no progress line within 180 s: $(tail -5 "$WORK/interrupted.log")"
 kill -INT $lab_pid
 wait $lab_pid; rc=$?
 [ $rc -eq 130 ] && pass "interrupted run exits 130" || fail "interrupted run exit code $rc, expected 130"
