@@ -274,13 +274,22 @@ void Switch::settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t pac
 // Inlined into the burst loops: the common case (a plain frame to a known port, or flooded between
 // two ports) runs without a call; policy checks and flood copies are out of line.
 [[gnu::always_inline]] inline void Switch::forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
-    const std::uint16_t in = meta.in_port;
-    const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
-    const core::MacKey dst = core::mac_key(eth);
-    const core::MacKey src = core::mac_key(eth + 6);
+    learn_source(m, meta.in_port, now);
+    route(m, meta, now);
+}
+
+[[gnu::always_inline]] inline void Switch::learn_source(rte_mbuf* m, std::uint16_t in, std::uint64_t now) noexcept {
+    const core::MacKey src = core::mac_key(rte_pktmbuf_mtod(m, const std::uint8_t*) + 6);
     // The all-zero address is no station's (net_null and broken senders use it): never learned, so
     // frames to it flood instead of being pinned to whichever port sent one last.
     if (src != 0) fdb_.learn(src, in, now);
+}
+
+// Everything after learning: policy, lookup, filtering, flooding, enqueueing.
+[[gnu::always_inline]] inline void Switch::route(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept {
+    const std::uint16_t in = meta.in_port;
+    const auto* eth = rte_pktmbuf_mtod(m, const std::uint8_t*);
+    const core::MacKey dst = core::mac_key(eth);
 
     if (meta.cls == PacketClass::Malformed && cfg_.malformed == core::MalformedAction::Drop) {
         bump(egress_->malformed_dropped);
@@ -621,26 +630,75 @@ unsigned Switch::transmit_all(std::uint64_t now) noexcept {
 
 // ---- rounds -------------------------------------------------------------------------------------
 
+// One RX burst of one port in one-lcore mode: classify, learn and forward each packet, with
+// headers prefetched a few packets ahead. The common case, a frame that is not a GRADIENT going to
+// exactly one port (a known destination, or a flood between two ports), is appended to that
+// port's staged arrivals with the staging cursor kept in registers; it is what route() would do.
+// Everything else takes route() itself, with the cursor written back first.
+unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint64_t now) noexcept {
+    std::array<rte_mbuf*, kMaxBurst> pkts;
+    const std::uint16_t n = rte_eth_rx_burst(ports_[in]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
+    if (n == 0) return 0;
+    RxTally tally;
+    std::uint64_t flooded = 0;
+    const std::uint16_t flood_to = ports_.size() == 2 ? flood_last_[in] : core::kNoPort;
+    PortState* stage_port = nullptr;  // the port whose staged arrivals the cursor appends to
+    core::Arrival* stage = nullptr;
+    std::uint32_t staged = 0;
+    for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+    for (std::uint16_t i = 0; i < n; ++i) {
+        if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+        rte_mbuf* m = pkts[i];
+        PacketMeta meta;
+        inspect(ctx, m, in, meta, tally);
+        learn_source(m, in, now);
+        if (meta.cls == PacketClass::Plain) {
+            const core::MacKey dst = core::mac_key(rte_pktmbuf_mtod(m, const std::uint8_t*));
+            std::uint16_t out = core::is_multicast(dst) ? core::kNoPort : fdb_.lookup(dst, now);
+            const bool flood = out == core::kNoPort;
+            if (flood) out = flood_to;
+            if (out != core::kNoPort && out != in) {
+                PortState* port = ports_[out].get();
+                if (port != stage_port) {
+                    if (stage_port != nullptr) stage_port->n_staged = staged;
+                    stage_port = port;
+                    stage = port->staged.data();
+                    staged = port->n_staged;
+                }
+                if (unlikely(staged == kMaxBurst)) {
+                    stage_port->n_staged = staged;
+                    flush_staged(*stage_port, now);
+                    staged = 0;
+                }
+                flooded += flood;
+                core::Arrival& a = stage[staged++];
+                a.handle = m;
+                a.frame = rte_pktmbuf_mtod(m, std::uint8_t*);
+                a.frame_len = rte_pktmbuf_pkt_len(m);
+                a.l3_offset = meta.l3_offset;
+                a.l4_offset = meta.l4_offset;
+                a.shesha_offset = meta.shesha_offset;
+                a.mergeable = false;
+                continue;
+            }
+        }
+        if (stage_port != nullptr) {
+            stage_port->n_staged = staged;
+            stage_port = nullptr;
+        }
+        route(m, meta, now);
+    }
+    if (stage_port != nullptr) stage_port->n_staged = staged;
+    flooded_pending_[in] += flooded;
+    settle_rx(ctx, in, n, tally);
+    finish_forwarding(now);
+    return n;
+}
+
 unsigned Switch::poll_round(std::uint64_t now) noexcept {
     RxContext& ctx = *rx_contexts_.front();
-    std::array<rte_mbuf*, kMaxBurst> pkts;
     unsigned received = 0;
-    for (std::uint16_t index : ctx.ports) {
-        const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
-        if (n == 0) continue;
-        // One pass: classify and forward each packet, with headers prefetched a few packets ahead.
-        RxTally tally;
-        for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
-        for (std::uint16_t i = 0; i < n; ++i) {
-            if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
-            PacketMeta meta;
-            inspect(ctx, pkts[i], index, meta, tally);
-            forward(pkts[i], meta, now);
-        }
-        settle_rx(ctx, index, n, tally);
-        finish_forwarding(now);
-        received += n;
-    }
+    for (std::uint16_t index : ctx.ports) received += receive_and_forward(ctx, index, now);
     const unsigned sent = transmit_all(now);
     bump(ctx.counters.rounds);
     bump(egress_->rounds);

@@ -134,6 +134,9 @@ private:
     void flush_staged(PortState& port, std::uint64_t now) noexcept;
     void finish_forwarding(std::uint64_t now) noexcept;
     void forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
+    void learn_source(rte_mbuf* m, std::uint16_t in_index, std::uint64_t now) noexcept;
+    void route(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
+    unsigned receive_and_forward(RxContext& ctx, std::uint16_t in_index, std::uint64_t now) noexcept;
     bool admit_gradient(rte_mbuf* m, const PacketMeta& meta, const core::Mac& src, bool& mergeable,
                         std::uint32_t& tolerance) noexcept;
     void flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept;
