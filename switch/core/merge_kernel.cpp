@@ -29,9 +29,12 @@ inline float add_pinned(float d, float s) noexcept {
     return d;
 }
 
-__attribute__((target("avx2"))) inline __m256 add_pinned(__m256 d, __m256 s) noexcept {
+// AVX2 takes src straight from memory as the second source operand: one instruction fewer per
+// vector than a separate load, which matters because this kernel is bound by instruction and store
+// throughput when its payload is in cache. Unaligned memory operands are fine under VEX.
+__attribute__((target("avx2"))) inline __m256 add_pinned(__m256 d, const float* src) noexcept {
     __m256 r;
-    asm("vaddps %2, %1, %0" : "=x"(r) : "x"(d), "x"(s));  // AT&T order: r = d + s, d first
+    asm("vaddps %2, %1, %0" : "=x"(r) : "x"(d), "m"(*reinterpret_cast<const __m256_u*>(src)));  // r = d + src, d first
     return r;
 }
 
@@ -56,17 +59,20 @@ void add_f32_scalar(float* dst, const float* src, std::size_t n) noexcept {
 
 __attribute__((target("avx2"))) void add_f32_avx2(float* dst, const float* src, std::size_t n) noexcept {
     std::size_t i = 0;
-    // Two vectors per iteration: independent additions, so this only helps throughput.
-    for (; i + 16 <= n; i += 16) {
+    // Four independent vectors per iteration (all loads of dst first, then add-from-memory and
+    // store): fewer loop instructions per byte and no chain between the vectors.
+    for (; i + 32 <= n; i += 32) {
         const __m256 d0 = _mm256_loadu_ps(dst + i);
         const __m256 d1 = _mm256_loadu_ps(dst + i + 8);
-        const __m256 s0 = _mm256_loadu_ps(src + i);
-        const __m256 s1 = _mm256_loadu_ps(src + i + 8);
-        _mm256_storeu_ps(dst + i, add_pinned(d0, s0));
-        _mm256_storeu_ps(dst + i + 8, add_pinned(d1, s1));
+        const __m256 d2 = _mm256_loadu_ps(dst + i + 16);
+        const __m256 d3 = _mm256_loadu_ps(dst + i + 24);
+        _mm256_storeu_ps(dst + i, add_pinned(d0, src + i));
+        _mm256_storeu_ps(dst + i + 8, add_pinned(d1, src + i + 8));
+        _mm256_storeu_ps(dst + i + 16, add_pinned(d2, src + i + 16));
+        _mm256_storeu_ps(dst + i + 24, add_pinned(d3, src + i + 24));
     }
     for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(dst + i, add_pinned(_mm256_loadu_ps(dst + i), _mm256_loadu_ps(src + i)));
+        _mm256_storeu_ps(dst + i, add_pinned(_mm256_loadu_ps(dst + i), src + i));
     }
     for (; i < n; ++i) add_one(dst + i, src + i);
 }
