@@ -30,11 +30,8 @@ if [ $INSTALL -eq 1 ]; then
     ./tools/install-deps.sh
     [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" --buildtype=release
     # Only what the lab runs (the tests and benchmarks are not needed for it).
-    targets=(switch/dpdk/shesha-switch tools/gen/shesha-gen tools/sink/shesha-sink)
-    for t in learner/shesha-learner learner/shesha-worker worker/shesha-worker; do
-        if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:"; then targets+=("$t"); fi
-    done
-    ninja -C "$BUILD" "${targets[@]}"
+    ninja -C "$BUILD" switch/dpdk/shesha-switch tools/gen/shesha-gen tools/sink/shesha-sink \
+        learner/shesha-learner worker/shesha-worker
 fi
 # Debian's interpreter: it has python3-yaml and python3-matplotlib (a python3 earlier on PATH may not).
 exec /usr/bin/python3 tools/lab/shesha-lab run --build-dir "$BUILD" "${args[@]}"
