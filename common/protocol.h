@@ -42,7 +42,8 @@ enum class ElemType : std::uint8_t {
 };
 
 // Header field offsets (bytes from the start of the Shesha header). All multi-byte fields are
-// big-endian. Bytes 44..47 are reserved: senders write zero, receivers ignore them.
+// big-endian. Bytes 44..47 are sender info: in a GRADIENT the worker's cumulative env steps
+// (0 = unknown, docs/protocol.md); the codec neither sets nor checks them.
 namespace off {
 inline constexpr std::size_t kMagic = 0;          // u16
 inline constexpr std::size_t kVersion = 2;        // u8
@@ -59,7 +60,7 @@ inline constexpr std::size_t kElemCount = 24;     // u16
 inline constexpr std::size_t kContribCount = 26;  // u16
 inline constexpr std::size_t kTsEarliest = 28;    // u64
 inline constexpr std::size_t kTsLatest = 36;      // u64
-inline constexpr std::size_t kReserved = 44;      // u32
+inline constexpr std::size_t kReserved = 44;      // u32 sender info (name kept for compatibility)
 }  // namespace off
 
 // Header flag bits.

@@ -43,7 +43,7 @@ local f = {
     ts_earliest = ProtoField.uint64("shesha.ts_earliest", "Earliest timestamp (ns)", base.DEC),
     ts_latest = ProtoField.uint64("shesha.ts_latest", "Latest timestamp (ns)", base.DEC),
     ts_spread = ProtoField.uint64("shesha.ts_spread", "Latest - earliest (ns)", base.DEC),
-    reserved = ProtoField.uint32("shesha.reserved", "Reserved", base.HEX),
+    reserved = ProtoField.uint32("shesha.reserved", "Sender info (GRADIENT: worker env steps)", base.DEC),
     error = ProtoField.string("shesha.error", "Decode error"),
 
     elements = ProtoField.bytes("shesha.elements", "Elements"),
