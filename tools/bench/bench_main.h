@@ -11,6 +11,10 @@ namespace shesha::bench {
 Table run_merge_bench(const RunOptions& opt);
 Table run_queue_bench(const RunOptions& opt);
 
+// DRL: the learner's GRADIENT chunk apply path and the worker's send path (bench_drl.cpp).
+Table run_learner_bench(const RunOptions& opt);
+Table run_sender_bench(const RunOptions& opt, const std::string& gen_binary);
+
 // Forwarding needs DPDK processes (shesha-switch and dpdk-testpmd).
 struct ForwardOptions {
     std::string switch_binary;   // path to shesha-switch

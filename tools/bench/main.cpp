@@ -3,6 +3,8 @@
 //   shesha-bench merge    merge kernels vs memcpy and a non-vectorised scalar loop
 //   shesha-bench queue    AggregatingQueue vs a plain pointer ring
 //   shesha-bench forward  shesha-switch vs dpdk-testpmd io forwarding (net_null / net_pcap ports)
+//   shesha-bench learner  learner GRADIENT chunk apply (RMSProp, Adam, LearnerCore) vs memcpy and axpy
+//   shesha-bench sender   worker gradient send path over loopback UDP vs plain sendto and shesha-gen
 //   shesha-bench all      everything
 // Common flags: --quick (smoke run), --json FILE (machine-readable results).
 // Exit status: 0, 1 if a measurement produced a non-finite number or could not run, 77 if the
@@ -47,11 +49,15 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 20));
     app.add_option("--switch", fwd.switch_binary, "shesha-switch binary")->capture_default_str();
     app.add_option("--testpmd", fwd.testpmd_binary, "dpdk-testpmd binary")->capture_default_str();
+    std::string gen_binary = (self_dir() / "../gen/shesha-gen").lexically_normal().string();
+    app.add_option("--gen", gen_binary, "shesha-gen binary (sender reference)")->capture_default_str();
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
 
     auto* merge_cmd = app.add_subcommand("merge", "merge kernel throughput vs memcpy and a scalar loop");
     auto* queue_cmd = app.add_subcommand("queue", "AggregatingQueue vs a plain pointer ring");
     auto* forward_cmd = app.add_subcommand("forward", "shesha-switch vs dpdk-testpmd forwarding");
+    auto* learner_cmd = app.add_subcommand("learner", "learner chunk apply vs memcpy and axpy");
+    auto* sender_cmd = app.add_subcommand("sender", "worker send path vs plain sendto and shesha-gen (loopback)");
     auto* all_cmd = app.add_subcommand("all", "every benchmark");
     CLI11_PARSE(app, argc, argv);
 
@@ -73,6 +79,14 @@ int main(int argc, char** argv) {
     }
     if (all || queue_cmd->parsed()) {
         tables.push_back(run_queue_bench(opt));
+        tables.back().print();
+    }
+    if (all || learner_cmd->parsed()) {
+        tables.push_back(run_learner_bench(opt));
+        tables.back().print();
+    }
+    if (all || sender_cmd->parsed()) {
+        tables.push_back(run_sender_bench(opt, gen_binary));
         tables.back().print();
     }
     if (all || forward_cmd->parsed()) {
