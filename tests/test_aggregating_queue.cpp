@@ -756,6 +756,30 @@ TEST_CASE("statistics are exact over a mixed sequence", "[queue]") {
     CHECK(q.depth_bytes() == 0);
 }
 
+TEST_CASE("count_bypass counts arrivals as enqueued and dequeued at depth 0, sojourn 0", "[queue]") {
+    AggregatingQueue q(QueueConfig{});
+    q.count_bypass(3, 180);
+    q.count_bypass(0, 0);
+    const QueueStats& st = q.stats();
+    CHECK(st.bypassed == 3);
+    CHECK(st.enqueued == 3);
+    CHECK(st.enqueued_bytes == 180);
+    CHECK(st.dequeued == 3);
+    CHECK(st.dequeued_bytes == 180);
+    CHECK(st.depth_samples == 3);
+    CHECK(st.depth_sum == 0);
+    CHECK(st.depth_max == 0);
+    CHECK(st.sojourn_sum_ticks == 0);
+    CHECK(st.sojourn_max_ticks == 0);
+    CHECK(st.merged == 0);
+    CHECK(st.dropped == 0);
+    CHECK(st.marked == 0);
+    CHECK(q.depth() == 0);  // no slot taken
+    CHECK(q.depth_bytes() == 0);
+    Departure d;
+    CHECK_FALSE(q.dequeue(1, d));
+}
+
 TEST_CASE("random traffic matches a simple reference model", "[queue]") {
     // Reference: a list of waiting packets searched linearly by the same merge rule.
     struct RefPacket {

@@ -457,6 +457,16 @@ std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, void** handles,
     });
 }
 
+void AggregatingQueue::count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept {
+    QueueStats& st = impl_->stats;
+    st.enqueued += n;
+    st.enqueued_bytes += bytes;
+    st.depth_samples += n;  // each found depth 0: depth_sum and depth_max unchanged
+    st.dequeued += n;
+    st.dequeued_bytes += bytes;  // sojourn 0: the sojourn sums unchanged
+    st.bypassed += n;
+}
+
 std::uint32_t AggregatingQueue::depth() const noexcept { return impl_->depth(); }
 
 std::uint64_t AggregatingQueue::depth_bytes() const noexcept { return impl_->bytes; }

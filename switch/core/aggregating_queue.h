@@ -82,6 +82,8 @@ struct QueueStats {
     std::uint64_t depth_samples = 0;
     std::uint64_t sojourn_sum_ticks = 0;
     std::uint64_t sojourn_max_ticks = 0;
+    std::uint64_t bypassed = 0;          // of enqueued (and dequeued): found the queue empty and went
+                                         // straight to the transmitter without taking a slot
 };
 
 class AggregatingQueue {
@@ -109,6 +111,13 @@ public:
     // and contribution counts for its counters).
     std::uint32_t dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
                                 std::uint16_t* contributions, std::uint32_t max) noexcept;
+
+    // Counts n arrivals of `bytes` frame bytes in total that found this queue empty and went
+    // straight to the caller's transmit batch (never mergeable, never marked: nothing waited ahead
+    // of them): each as enqueued at depth 0 and dequeued at once with sojourn 0, and as bypassed.
+    // The caller checks depth() == 0 first and keeps the packets in FIFO order ahead of anything
+    // enqueued after them.
+    void count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept;
 
     std::uint32_t depth() const noexcept;        // packets waiting
     std::uint64_t depth_bytes() const noexcept;

@@ -87,6 +87,7 @@ Fields queue_fields(const PortSnapshot& p) {
         {"depth_samples", q.depth_samples},
         {"sojourn_sum_ticks", q.sojourn_sum_ticks},
         {"sojourn_max_ticks", q.sojourn_max_ticks},
+        {"bypassed", q.bypassed},
     };
 }
 

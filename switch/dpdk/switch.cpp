@@ -81,7 +81,10 @@ struct Switch::PortState {
     PortState(const core::SwitchConfig& cfg, const core::PortConfig& pc, std::uint16_t id, std::uint64_t hz)
         : port_id(id), name(pc.name), device(pc.device),
           queue(queue_config_from(cfg, pc, hz)),
-          bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz) {}
+          bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz),
+          // A queue with a byte limit below the largest single-segment frame could tail-drop a frame
+          // that finds it empty; such a port never bypasses, so bypassing never changes an outcome.
+          bypass_ok(bucket.unlimited() && queue.config().capacity_bytes >= 0xFFFF) {}
 
     std::uint16_t port_id;
     std::string name;
@@ -93,10 +96,18 @@ struct Switch::PortState {
     // Egress owner only.
     core::AggregatingQueue queue;
     core::TokenBucket bucket;
-    std::array<rte_mbuf*, kMaxBurst> pending{};           // left the queue, refused by the NIC
-    std::array<std::uint32_t, kMaxBurst> pending_len{};
-    std::array<std::uint16_t, kMaxBurst> pending_contrib{};
+    // The transmit batch. [0, n_pending) left the queue in an earlier round and were refused by the
+    // NIC: they go first, in order. [n_pending, n_tx) bypassed the queue during this round's RX:
+    // arrivals that could not merge, found the queue empty on an unshaped port with nothing refused
+    // pending, and would have been dequeued in this round's transmit() anyway (bypass_bytes of
+    // frame bytes, counted by the queue in transmit()). transmit() appends what it dequeues.
+    std::array<rte_mbuf*, kMaxBurst> tx_burst{};
+    std::array<std::uint32_t, kMaxBurst> tx_len{};
+    std::array<std::uint16_t, kMaxBurst> tx_contrib{};
     std::uint32_t n_pending = 0;
+    std::uint32_t n_tx = 0;
+    std::uint64_t bypass_bytes = 0;
+    const bool bypass_ok;  // unshaped, and a queue that takes any single frame when empty
     // Arrivals that are not gradients wait here during a forwarding pass and enter the queue with
     // one enqueue_burst() (see enqueue_to); nothing stays staged between passes.
     std::vector<core::Arrival> staged = std::vector<core::Arrival>(kMaxBurst);
@@ -571,22 +582,26 @@ void Switch::send_feedback(const PacketMeta& meta, const std::uint8_t* frame, st
 
 // ---- TX stage ---------------------------------------------------------------------------------
 
+// The packets that bypassed the empty queue this round count as its arrivals and departures.
+void Switch::settle_bypass(PortState& port) noexcept {
+    const std::uint32_t bypassed = port.n_tx - port.n_pending;
+    if (bypassed == 0) return;
+    port.queue.count_bypass(bypassed, port.bypass_bytes);
+    port.bypass_bytes = 0;
+}
+
 unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
-    std::array<rte_mbuf*, kMaxBurst> burst;
-    std::array<std::uint32_t, kMaxBurst> lens;
-    std::array<std::uint16_t, kMaxBurst> contrib;
-    // Packets the NIC refused last time go first, in order.
-    std::uint32_t n = port.n_pending;
-    for (std::uint32_t i = 0; i < n; ++i) {
-        burst[i] = port.pending[i];
-        lens[i] = port.pending_len[i];
-        contrib[i] = port.pending_contrib[i];
-    }
+    settle_bypass(port);
+    // Packets the NIC refused last time go first, then this round's bypassed ones, then the queue's.
+    rte_mbuf** burst = port.tx_burst.data();
+    std::uint32_t* lens = port.tx_len.data();
+    std::uint16_t* contrib = port.tx_contrib.data();
+    std::uint32_t n = port.n_tx;
     if (port.bucket.unlimited()) {
         // No shaper: take the whole burst from the queue at once, straight into the TX arrays.
         static_assert(sizeof(rte_mbuf*) == sizeof(void*));
-        n += port.queue.dequeue_burst(now, reinterpret_cast<void**>(burst.data() + n), lens.data() + n,
-                                      contrib.data() + n, burst_ - std::min(n, burst_));
+        n += port.queue.dequeue_burst(now, reinterpret_cast<void**>(burst + n), lens + n, contrib + n,
+                                      burst_ - std::min(n, burst_));
     } else {
         while (n < burst_) {
             const std::uint32_t len = port.queue.front_len();
@@ -601,7 +616,7 @@ unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
     }
     if (n == 0) return 0;
 
-    const std::uint16_t sent = rte_eth_tx_burst(port.port_id, 0, burst.data(), static_cast<std::uint16_t>(n));
+    const std::uint16_t sent = rte_eth_tx_burst(port.port_id, 0, burst, static_cast<std::uint16_t>(n));
     std::uint64_t bytes = 0, contributions = 0;
     for (std::uint16_t i = 0; i < sent; ++i) {
         bytes += lens[i];
@@ -610,14 +625,12 @@ unsigned Switch::transmit(PortState& port, std::uint64_t now) noexcept {
     bump(port.tx.packets, sent);
     bump(port.tx.bytes, bytes);
     bump(port.tx.contributions, contributions);
-    port.n_pending = n - sent;
+    port.n_pending = port.n_tx = n - sent;
     if (port.n_pending != 0) {
         bump(port.tx.refused, port.n_pending);
-        for (std::uint32_t i = 0; i < port.n_pending; ++i) {
-            port.pending[i] = burst[sent + i];
-            port.pending_len[i] = lens[sent + i];
-            port.pending_contrib[i] = contrib[sent + i];
-        }
+        std::memmove(burst, burst + sent, port.n_pending * sizeof(*burst));
+        std::memmove(lens, lens + sent, port.n_pending * sizeof(*lens));
+        std::memmove(contrib, contrib + sent, port.n_pending * sizeof(*contrib));
     }
     return sent;
 }
@@ -642,9 +655,25 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
     RxTally tally;
     std::uint64_t flooded = 0;
     const std::uint16_t flood_to = ports_.size() == 2 ? flood_last_[in] : core::kNoPort;
-    PortState* stage_port = nullptr;  // the port whose staged arrivals the cursor appends to
+    // The cursor: the port appended to, its staged arrivals and its transmit batch. tx_open is how
+    // far the batch may grow by bypassing (0 when the port must queue: see PortState::tx_burst).
+    PortState* stage_port = nullptr;
     core::Arrival* stage = nullptr;
     std::uint32_t staged = 0;
+    rte_mbuf** tx = nullptr;
+    std::uint32_t* tx_len = nullptr;
+    std::uint16_t* tx_contrib = nullptr;
+    std::uint32_t n_tx = 0, n_tx_loaded = 0, tx_open = 0;
+    std::uint64_t bypass_bytes = 0;
+    const auto write_back = [&] {
+        stage_port->n_staged = staged;
+        stage_port->n_tx = n_tx;
+        stage_port->bypass_bytes = bypass_bytes;
+        // Each bypassing arrival decays the recent mark fraction as an unmarked queued one would
+        // (flush_staged), in arrival order: before anything later reaches this port's queue.
+        for (std::uint32_t k = n_tx_loaded; k < n_tx && stage_port->mark_ewma != 0; ++k)
+            stage_port->mark_ewma -= stage_port->mark_ewma / 32;
+    };
     for (std::uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (std::uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
@@ -660,21 +689,38 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
             if (out != core::kNoPort && out != in) {
                 PortState* port = ports_[out].get();
                 if (port != stage_port) {
-                    if (stage_port != nullptr) stage_port->n_staged = staged;
+                    if (stage_port != nullptr) write_back();
                     stage_port = port;
                     stage = port->staged.data();
                     staged = port->n_staged;
+                    tx = port->tx_burst.data();
+                    tx_len = port->tx_len.data();
+                    tx_contrib = port->tx_contrib.data();
+                    n_tx = n_tx_loaded = port->n_tx;
+                    bypass_bytes = port->bypass_bytes;
+                    tx_open = port->bypass_ok && port->n_pending == 0 && staged == 0 && port->queue.depth() == 0
+                                  ? burst_ : 0;
+                }
+                flooded += flood;
+                const std::uint32_t len = rte_pktmbuf_pkt_len(m);
+                if (n_tx < tx_open) {
+                    tx[n_tx] = m;
+                    tx_len[n_tx] = len;
+                    tx_contrib[n_tx] = 1;
+                    ++n_tx;
+                    bypass_bytes += len;
+                    continue;
                 }
                 if (unlikely(staged == kMaxBurst)) {
-                    stage_port->n_staged = staged;
+                    write_back();
+                    n_tx_loaded = n_tx;
                     flush_staged(*stage_port, now);
                     staged = 0;
                 }
-                flooded += flood;
                 core::Arrival& a = stage[staged++];
                 a.handle = m;
                 a.frame = rte_pktmbuf_mtod(m, std::uint8_t*);
-                a.frame_len = rte_pktmbuf_pkt_len(m);
+                a.frame_len = len;
                 a.l3_offset = meta.l3_offset;
                 a.l4_offset = meta.l4_offset;
                 a.shesha_offset = meta.shesha_offset;
@@ -683,12 +729,12 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
             }
         }
         if (stage_port != nullptr) {
-            stage_port->n_staged = staged;
+            write_back();
             stage_port = nullptr;
         }
         route(m, meta, now);
     }
-    if (stage_port != nullptr) stage_port->n_staged = staged;
+    if (stage_port != nullptr) write_back();
     flooded_pending_[in] += flooded;
     settle_rx(ctx, in, n, tally);
     finish_forwarding(now);
@@ -788,10 +834,11 @@ void Switch::drain() noexcept {
             bump(p->tx.dropped);
             rte_pktmbuf_free(static_cast<rte_mbuf*>(d.handle));
         }
-        if (p->n_pending != 0) {
-            bump(p->tx.dropped, p->n_pending);
-            for (std::uint32_t i = 0; i < p->n_pending; ++i) rte_pktmbuf_free(p->pending[i]);
-            p->n_pending = 0;
+        settle_bypass(*p);  // bypassed packets were dequeued, so they count as dropped here too
+        if (p->n_tx != 0) {
+            bump(p->tx.dropped, p->n_tx);
+            for (std::uint32_t i = 0; i < p->n_tx; ++i) rte_pktmbuf_free(p->tx_burst[i]);
+            p->n_pending = p->n_tx = 0;
         }
         p->view.publish({p->queue.stats(), p->queue.depth(), p->queue.depth_bytes(), p->queue.capacity(), 0});
     }

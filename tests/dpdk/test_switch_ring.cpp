@@ -329,6 +329,81 @@ TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
 }
 
+TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and counted", "[dpdk]") {
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    const bool shaped = GENERATE(false, true);
+    INFO("lcores " << lcores << " shaped " << shaped);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config(lcores);
+    if (shaped) {
+        cfg.ports[1].shaper.rate_bps = 100'000'000'000;  // never the limit here, but a shaper
+        cfg.ports[1].shaper.burst_bytes = 1'000'000;
+    }
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    // Only the one-lcore RX loop bypasses, and only towards an unshaped port.
+    const bool bypasses = lcores == 1 && !shaped;
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));  // the learner announces itself on p1
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+
+        // 40 plain frames: a full 32-frame burst then 8, each leaving in its own round.
+        for (int i = 0; i < 40; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(i + 1)));
+        run_round(s, ++now);
+        run_round(s, ++now);
+        // Then 3 plain frames, a GRADIENT (it takes a queue slot: it may merge) and 3 more plain
+        // frames in one burst: the first 3 may bypass, the rest must queue behind the gradient.
+        for (int i = 0; i < 3; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(41 + i)));
+        const auto grad = gradient_frame(1, learner, learner_ip, 7, 0);
+        rig.inject(0, grad);
+        for (int i = 0; i < 3; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(44 + i)));
+        run_round(s, ++now);
+
+        const auto out = rig.take(1);
+        REQUIRE(out.size() == 47);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            INFO("frame " << i);
+            if (i == 43) {
+                CHECK(bytes_of(out[i]) == grad);
+            } else {
+                const std::uint8_t tag = static_cast<std::uint8_t>(i < 43 ? i + 1 : i);
+                CHECK(bytes_of(out[i]) == l2_frame(mac(1), learner, tag));
+            }
+        }
+        Rig::free_all(out);
+
+        const auto st = snap(s, now);
+        const auto& q = st.ports[1].queue;
+        CHECK(q.bypassed == (bypasses ? 43u : 0u));
+        CHECK(q.enqueued == 47);
+        CHECK(q.dequeued == 47);
+        CHECK(q.depth_samples == 47);
+        CHECK(q.mergeable_arrivals == 1);
+        CHECK(q.enqueued_bytes == 46 * 60 + grad.size());
+        CHECK(q.dequeued_bytes == q.enqueued_bytes);
+        CHECK(st.ports[1].queue_depth == 0);
+        CHECK(st.ports[1].tx.packets == 47);
+        CHECK(st.ports[1].tx.bytes == 46 * 60 + grad.size());
+        CHECK(st.ports[1].tx.contributions == 47);
+        if (bypasses) {
+            // Bypassing frames found depth 0; the gradient found the queue empty, the 3 after it
+            // found 1, 2, 3 waiting.
+            CHECK(q.depth_sum == 1 + 2 + 3);
+            CHECK(q.depth_max == 3);
+        } else {
+            // Everything queued: 0..31, 0..7, then 0..6.
+            CHECK(q.depth_sum == 31 * 32 / 2 + 7 * 8 / 2 + 6 * 7 / 2);
+            CHECK(q.depth_max == 31);
+        }
+        CHECK(sw::stats_to_json(st, cfg).find(fmt::format("\"bypassed\": {}", q.bypassed)) != std::string::npos);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
+}
+
 TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact sum", "[dpdk]") {
     const std::uint32_t lcores = GENERATE(1u, 2u);
     INFO("lcores " << lcores);
