@@ -186,3 +186,120 @@ TEST_CASE("verify YAML: values from the switch config, strict keys, clear errors
     CHECK(error_of("switch_config: /nonexistent.yaml").find("switch_config") != std::string::npos);
     CHECK(error_of("model: {clusters: 2}\nproperties: {aom: {bound: 3}}").empty());
 }
+
+TEST_CASE("fairness verifies on the good system with exact window arithmetic") {
+    // fair.yaml: good.yaml's system, the sender's W and alpha modelled exactly, fairness {4, 3},
+    // horizon 6. (The interval abstraction's counterexamples here were all spurious.)
+    const VerifyConfig cfg = load_verify_config(std::string(SHESHA_VERIFY_EXAMPLES) + "/fair.yaml");
+    REQUIRE(cfg.model.exact_window);
+    REQUIRE(cfg.fairness);
+    CHECK(cfg.fairness->window == 4);
+    CHECK(cfg.fairness->epsilon == 3);
+    CHECK(cfg.model.horizon == 6);
+    CHECK(check_property(cfg, Property::Fairness).verified);
+    // The property is not vacuous: epsilon 0 fails on the same system, and the counterexample is real.
+    VerifyConfig strict = cfg;
+    strict.fairness = FairnessSpec{4, 0};
+    const CheckResult r = check_property(strict, Property::Fairness);
+    REQUIRE_FALSE(r.verified);
+    CHECK(replay(counterexample_from_json(to_json(r.cex), "<memory>")).reproduced);
+}
+
+TEST_CASE("unequal window caps: fairness fails and the replay on the real code reproduces it") {
+    const VerifyConfig cfg = load_verify_config(std::string(SHESHA_VERIFY_EXAMPLES) + "/unfair-windows.yaml");
+    REQUIRE(cfg.model.w_max_by_cluster == std::vector<int>{4, 1});
+    CHECK(cfg.model.w_max_of(1) == 1);
+    CHECK(cfg.model.w_init_of(1) == 1);
+    const CheckResult r = check_property(cfg, Property::Fairness);
+    REQUIRE_FALSE(r.verified);
+    CHECK(r.cex.property == "fairness");
+    CHECK_FALSE(violations_of(cfg, "fairness", r.cex.model_trace).empty());
+    const Counterexample back = counterexample_from_json(to_json(r.cex), "<memory>");
+    CHECK(back.config.model.w_max_by_cluster == cfg.model.w_max_by_cluster);
+    CHECK(back.config.model.exact_window);
+    const ReplayReport rep = replay(back);
+    CHECK(rep.reproduced);
+    const RealRun real = run_implementation(back.config.model, back.workload);
+    CHECK(first_difference(back.model_trace, real.trace).empty());
+    CHECK(real.payloads_exact);
+    CHECK(real.notes.empty());
+    // The real sender of cluster 1 never has more than one chunk in flight.
+    for (const auto& s : real.trace) CHECK(s.in_flight[1] <= 1);
+}
+
+TEST_CASE("exact window arithmetic follows the real sender step by step") {
+    std::mt19937 rng(11);
+    std::vector<ModelParams> params;
+    ModelParams exact = base_config(16).model;
+    exact.exact_window = true;
+    params.push_back(exact);
+    ModelParams mixed = exact;  // one cluster unmerged by the switch's rule, unequal caps
+    mixed.unmerged_clusters = 2;
+    mixed.w_max_by_cluster = {4, 2};
+    params.push_back(mixed);
+    ModelParams wide = exact;
+    wide.clusters = 3;
+    wide.service_rate = 2;
+    wide.max_arrivals = 3;
+    wide.chunks = 3;
+    wide.queue_packets = 8;
+    wide.mark_depth = 3;
+    wide.w_max = 6;
+    wide.gain = 0.25;
+    wide.credit_delay = 2;
+    wide.feedback_delay = 2;
+    params.push_back(wide);
+    for (const ModelParams& p : params) {
+        int cuts_seen = 0, merges_seen = 0;
+        for (int run = 0; run < 150; ++run) {
+            const auto w = random_workload(rng, p);
+            INFO("config " << &p - params.data() << " run " << run);
+            REQUIRE(check_agreement(p, w) == "");
+            const RealRun real = run_implementation(p, w);
+            for (const auto& s : real.trace) {
+                for (bool c : s.cut) cuts_seen += c;
+                for (const auto& d : s.departures) {
+                    merges_seen += d.valid && d.contrib > 1;
+                    // The switch's rule: cluster 1 of `mixed` is never merged.
+                    if (p.unmerged_clusters == 2 && d.valid && d.cluster == 1) CHECK(d.contrib == 1);
+                }
+            }
+            ConcreteDomain d;
+            d.requested = w;
+            Model<ConcreteDomain> model(d, p);
+            model.run();
+            CHECK(d.issues.empty());
+            for (const auto& s : model.trace())
+                for (size_t c = 0; c < s.window.size(); ++c) {
+                    CHECK(s.window[c] >= p.w_min);
+                    CHECK(s.window[c] <= p.w_max_of(static_cast<int>(c)));
+                }
+        }
+        CHECK(cuts_seen > 0);
+        CHECK(merges_seen > 0);
+    }
+}
+
+TEST_CASE("verify YAML: per-cluster switch rules and window caps") {
+    const std::string dir = SHESHA_VERIFY_EXAMPLES;
+    const VerifyConfig cfg = parse_verify_config("switch_config: switch-one-cluster-merges.yaml\nmodel: {clusters: 3}\n",
+                                                 "t.yaml", dir);
+    // Cluster id 1 merges; id 2 has aggregation off; id 3 has no rule (forwarded unmerged).
+    CHECK(cfg.model.unmerged_clusters == 6u);
+    CHECK(cfg.notes.find("never merged") != std::string::npos);
+    CHECK(load_verify_config(dir + "/good.yaml").model.unmerged_clusters == 0u);  // no rules: all merge
+    auto error_of = [&](const std::string& text) {
+        try {
+            parse_verify_config(text, "t.yaml", dir);
+        } catch (const VerifyConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_of("transport: {w_max: 4, w_max_by_cluster: [4, 5]}").find("w_max_by_cluster") != std::string::npos);
+    CHECK(error_of("transport: {w_max_by_cluster: [2, 2, 2]}\nmodel: {clusters: 2}").find("more entries") !=
+          std::string::npos);
+    CHECK(error_of("transport: {w_max_by_cluster: 3}").find("expected a list") != std::string::npos);
+    CHECK(error_of("model: {exact_window: maybe}").find("model.exact_window") != std::string::npos);
+    CHECK(error_of("transport: {w_max: 4, w_max_by_cluster: [4, 1]}\nmodel: {exact_window: true}").empty());
+}

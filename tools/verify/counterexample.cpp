@@ -38,10 +38,11 @@ std::string to_json(const Counterexample& cex) {
                      "\"service_rate\": {}, \"max_arrivals\": {}, \"credit_delay\": {}, \"feedback_delay\": {}, "
                      "\"feedback\": {}, \"queue_packets\": {}, \"mark_depth\": {}, \"aggregation\": {}, "
                      "\"w_init\": {}, \"w_min\": {}, \"w_max\": {}, \"additive_increase\": {}, \"gain\": {}, "
-                     "\"alpha_init\": {}, \"congestion_threshold\": {}}},\n",
+                     "\"alpha_init\": {}, \"congestion_threshold\": {}, \"exact_window\": {}, \"unmerged_clusters\": {}, \"w_max_by_cluster\": {}}},\n",
                      m.clusters, m.horizon, m.chunks, m.elems_per_chunk, m.service_rate, m.max_arrivals,
                      m.credit_delay, m.feedback_delay, m.feedback, m.queue_packets, m.mark_depth, m.aggregation,
-                     m.w_init, m.w_min, m.w_max, m.additive_increase, m.gain, m.alpha_init, m.congestion_threshold);
+                     m.w_init, m.w_min, m.w_max, m.additive_increase, m.gain, m.alpha_init, m.congestion_threshold,
+                     m.exact_window, m.unmerged_clusters, list(m.w_max_by_cluster));
     s += "  \"properties\": {";
     std::string props;
     if (cex.config.fairness)
@@ -106,6 +107,9 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
         p.gain = m["gain"].as<double>();
         p.alpha_init = m["alpha_init"].as<double>();
         p.congestion_threshold = m["congestion_threshold"].as<int>();
+        if (m["exact_window"]) p.exact_window = m["exact_window"].as<bool>();
+        if (m["unmerged_clusters"]) p.unmerged_clusters = m["unmerged_clusters"].as<unsigned>();
+        if (m["w_max_by_cluster"]) p.w_max_by_cluster = m["w_max_by_cluster"].as<std::vector<int>>();
         const YAML::Node props = root["properties"];
         if (props["fairness"])
             cex.config.fairness = FairnessSpec{props["fairness"]["window"].as<int>(), props["fairness"]["epsilon"].as<int>()};

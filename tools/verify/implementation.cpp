@@ -59,9 +59,9 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
         sc.worker_id = worker_id_of(c);
         sc.model_elems = static_cast<std::uint32_t>(p.chunks * E);
         sc.chunk_elems = static_cast<std::uint32_t>(E);
-        sc.w_init = p.w_init;
+        sc.w_init = p.w_init_of(c);
         sc.w_min = p.w_min;
-        sc.w_max = p.w_max;
+        sc.w_max = p.w_max_of(c);
         sc.additive_increase = p.additive_increase;
         sc.gain = p.gain;
         sc.alpha_init = p.alpha_init;
@@ -124,6 +124,7 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
         // C. Sending: the real window decides; updates are offered when the sender runs dry.
         std::vector<std::vector<Packet*>> out(C);
         for (int c = 0; c < C; ++c) {
+            const int allowed = std::min<int>(p.max_arrivals, static_cast<int>(senders[c].credits_available()));
             const int want = std::max(0, std::min(t < static_cast<int>(requested.size()) ? requested[t][c] : 0,
                                                   p.max_arrivals));
             for (int i = 0; i < want; ++i) {
@@ -155,6 +156,7 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
                 out[c].push_back(pk);
             }
             rec.sent.push_back(static_cast<std::int64_t>(out[c].size()));
+            rec.greedy.push_back(static_cast<int>(out[c].size()) == allowed);
         }
         // D. Arrivals, round robin over clusters, through the real classifier and queue.
         rec.arrival_marked.assign(C, false);
@@ -173,7 +175,7 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
                 a.handle = pk;
                 a.frame = pk->buf.data();
                 a.frame_len = pk->len;
-                a.mergeable = true;
+                a.mergeable = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
                 a.l3_offset = info.l3_offset;
                 a.l4_offset = info.l4_offset;
                 a.shesha_offset = info.payload_offset;
@@ -197,6 +199,7 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
                 }
             }
         rec.drops = drops;
+        for (int c = 0; c < C; ++c) rec.marked_depth.push_back(std::max(0, marked_depth[t][c]));
         rec.depth_after_arrivals = queue.depth();
         for (int c = 0; c < C; ++c) rec.backlogged.push_back(waiting[c] > 0);
         // E. Service.
@@ -267,9 +270,12 @@ std::string first_difference(const Trace<ConcreteDomain>& a, const Trace<Concret
         if (x.depth_end != y.depth_end)
             return fmt::format("step {}: depth at end: model {} vs real {}", t, x.depth_end, y.depth_end);
         if (x.arrival_marked != y.arrival_marked) return diff("marked arrivals", x.arrival_marked, y.arrival_marked);
+        if (!x.marked_depth.empty() && !y.marked_depth.empty() && x.marked_depth != y.marked_depth)
+            return diff("depths found by marked arrivals", x.marked_depth, y.marked_depth);
         if (x.cut != y.cut) return diff("window cuts", x.cut, y.cut);
         if (x.window != y.window) return diff("usable windows", x.window, y.window);
         if (x.in_flight != y.in_flight) return diff("in flight", x.in_flight, y.in_flight);
+        if (!x.greedy.empty() && !y.greedy.empty() && x.greedy != y.greedy) return diff("greedy senders", x.greedy, y.greedy);
         if (!x.backlogged.empty() && !y.backlogged.empty() && x.backlogged != y.backlogged)
             return diff("backlogged", x.backlogged, y.backlogged);
         if (!x.congested.empty() && !y.congested.empty() && x.congested != y.congested)
@@ -283,7 +289,8 @@ std::string check_agreement(const ModelParams& p, const std::vector<std::vector<
     if (!real.payloads_exact) return "real run: " + (real.notes.empty() ? std::string("payload error") : real.notes.front());
     ConcreteDomain d;
     d.requested = requested;
-    d.cut_windows = real.cut_windows;
+    // Exact window arithmetic computes every cut itself; the interval model takes the real ones.
+    if (!p.exact_window) d.cut_windows = real.cut_windows;
     Model<ConcreteDomain> model(d, p);
     model.run();
     if (!d.issues.empty()) return d.issues.front();

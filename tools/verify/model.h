@@ -43,6 +43,12 @@ struct ConcreteDomain {
     static B bsel(B c, B a, B b) { return c ? a : b; }
     static R rsel(B c, R a, R b) { return c ? a : b; }
     R rlit(double v) const { return v; }
+    static R to_real(I v) { return static_cast<double>(v); }
+    // The real sender's end_round() fraction, with the same double arithmetic.
+    R fraction(I marked, I credited, int /*max_den*/) const {
+        if (credited > 0) return std::min(1.0, static_cast<double>(marked) / static_cast<double>(credited));
+        return marked > 0 ? 1.0 : 0.0;
+    }
     static I floor_of(R v) { return static_cast<I>(std::floor(v)); }
     R rfix(R v, const std::string&) { return v; }
     I fix(I v, const std::string&) { return v; }
@@ -86,6 +92,9 @@ template <class D> struct SenderState {
     typename D::B round_cut;
     typename D::I next_chunk;      // chunk index of the next chunk sent, in [0, K)
     typename D::R alpha_lo;        // lower bound of alpha: alpha_init * (1 - g)^rounds
+    // Exact window arithmetic (ModelParams::exact_window): the sender's W and alpha themselves.
+    typename D::R window;
+    typename D::R alpha;
 };
 
 template <class D> struct DepartureRec {
@@ -97,7 +106,9 @@ template <class D> struct DepartureRec {
 // What one step exposes to the properties (and what the replay compares with the real code).
 template <class D> struct StepRecord {
     std::vector<typename D::I> sent;            // per cluster: chunks put on the wire
+    std::vector<typename D::B> greedy;          // per cluster: sent all that max_arrivals and the window allowed
     std::vector<typename D::B> arrival_marked;  // per cluster: an arrival marked (feedback source)
+    std::vector<typename D::I> marked_depth;    // per cluster: deepest depth a marked arrival found (FEEDBACK)
     std::vector<typename D::B> congested;       // per cluster: an arrival found depth >= threshold
     typename D::I depth_after_arrivals;
     typename D::I depth_end;                    // after service
@@ -125,8 +136,9 @@ public:
         for (int j = 0; j < p.queue_packets; ++j)
             slots_.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
         for (int c = 0; c < p.clusters; ++c)
-            senders_.push_back(SenderState<D>{d.lit(p.w_init), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
-                                              d.lit(0), d.blit(false), d.lit(0), d.rlit(p.alpha_init)});
+            senders_.push_back(SenderState<D>{d.lit(p.w_init_of(c)), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
+                                              d.lit(0), d.blit(false), d.lit(0), d.rlit(p.alpha_init),
+                                              d.rlit(p.w_init_of(c)), d.rlit(p.alpha_init)});
     }
 
     const Trace<D>& trace() const { return trace_; }
@@ -142,7 +154,8 @@ public:
         // A. FEEDBACK: the switch reported a marked gradient of this cluster.
         if (p_.feedback && t - p_.feedback_delay >= 0) {
             const auto& src = trace_[t - p_.feedback_delay];
-            for (int c = 0; c < C; ++c) rec.cut[c] = on_feedback(c, t, src.arrival_marked[c]) || rec.cut[c];
+            for (int c = 0; c < C; ++c)
+                rec.cut[c] = on_feedback(c, t, src.arrival_marked[c], src.marked_depth[c]) || rec.cut[c];
         }
         // B. CREDITs for the departures of step t - credit_delay.
         if (t - p_.credit_delay >= 0) {
@@ -161,10 +174,12 @@ public:
             upper = d_.sel(upper > d_.lit(p_.max_arrivals), d_.lit(p_.max_arrivals), upper);
             const I n = d_.choose_send(c, t, upper);
             rec.sent.push_back(n);
+            rec.greedy.push_back(d_.fixb(n == upper, name("greedy", t, c)));
         }
         // D. Arrivals, round robin over clusters.
         rec.arrival_marked.assign(C, d_.blit(false));
         rec.congested.assign(C, d_.blit(false));
+        rec.marked_depth.assign(C, d_.lit(0));
         I drops = d_.lit(0);
         for (int i = 0; i < p_.max_arrivals; ++i) {
             for (int c = 0; c < C; ++c) {
@@ -175,7 +190,7 @@ public:
                 if (p_.congestion_threshold > 0)
                     rec.congested[c] = rec.congested[c] || (present && d >= d_.lit(p_.congestion_threshold));
                 B merged = d_.blit(false);
-                if (p_.aggregation) {
+                if (p_.aggregation && !((p_.unmerged_clusters >> c) & 1u)) {
                     for (int j = 0; j < p_.queue_packets; ++j) {
                         // At most one waiting packet per key (the merge rule keeps it so).
                         const B match = present && d > d_.lit(j) && slots_[j].cluster == d_.lit(c) &&
@@ -196,7 +211,9 @@ public:
                 }
                 depth_ = d_.sel(takes_slot, depth_ + d_.lit(1), depth_);
                 drops = d_.sel(present && !merged && !fits, drops + d_.lit(1), drops);
-                rec.arrival_marked[c] = rec.arrival_marked[c] || (present && (merged || fits) && mark_now);
+                const B marked_here = present && (merged || fits) && mark_now;
+                rec.arrival_marked[c] = rec.arrival_marked[c] || marked_here;
+                rec.marked_depth[c] = d_.sel(marked_here && d > rec.marked_depth[c], d, rec.marked_depth[c]);
             }
         }
         for (int c = 0; c < C; ++c) {
@@ -224,6 +241,7 @@ public:
             depth_ = d_.sel(valid, depth_ - d_.lit(1), depth_);
         }
         for (int c = 0; c < C; ++c) {
+            rec.marked_depth[c] = d_.fix(rec.marked_depth[c], name("marked_depth", t, c));
             I served = d_.lit(0);
             for (const auto& dep : rec.departures)
                 served = served + d_.sel(dep.valid && dep.cluster == d_.lit(c), dep.contrib, d_.lit(0));
@@ -250,6 +268,10 @@ public:
             s.round_cut = d_.fixb(s.round_cut, name("round_cut", t, c));
             s.next_chunk = d_.fix(s.next_chunk, name("next_chunk", t, c));
             s.alpha_lo = d_.rfix(s.alpha_lo, name("alpha_lo", t, c));
+            if (p_.exact_window) {
+                s.window = d_.rfix(s.window, name("window", t, c));
+                s.alpha = d_.rfix(s.alpha, name("alpha", t, c));
+            }
             rec.window.push_back(s.w);
             rec.in_flight.push_back(s.in_flight);
         }
@@ -280,6 +302,7 @@ private:
     // and the domain picks the value (Z3: any; concrete: the real sender's).
     I cut_window(int c, int t, B happens, R a_lo) {
         SenderState<D>& s = senders_[c];
+        if (p_.exact_window) return s.w;  // the exact cut is done by the callers (cut_exact)
         const I half = s.w / 2;
         const I lo = d_.sel(half < d_.lit(p_.w_min), d_.lit(p_.w_min), half);
         I hi = s.w;
@@ -295,10 +318,28 @@ private:
         return d_.sel(happens, v, s.w);
     }
 
+    // CreditSender::cut_window(a) with the sender's own arithmetic: W = max(w_min, W * (1 - a/2)).
+    // Z3 sees W * (1 - a/2) as a product of two terms (non-linear real arithmetic); the concrete
+    // domain computes it in doubles, operation for operation like the real sender.
+    void cut_exact(int c, B happens, R a) {
+        SenderState<D>& s = senders_[c];
+        const R w_min = d_.rlit(p_.w_min);
+        const R cut = s.window * (d_.rlit(1.0) - a / d_.rlit(2.0));
+        s.window = D::rsel(happens, D::rsel(w_min < cut, cut, w_min), s.window);
+        s.w = D::floor_of(s.window);
+    }
+
     // Returns whether the window was cut.
-    B on_feedback(int c, int t, B valid) {
+    B on_feedback(int c, int t, B valid, I depth) {
         SenderState<D>& s = senders_[c];
         const B cuts = valid && !s.round_cut;
+        if (p_.exact_window) {
+            // max(alpha, feedback_fraction) with feedback_fraction = depth / capacity (mark_permille 0).
+            const R frac = D::to_real(depth) / d_.rlit(p_.queue_packets);
+            cut_exact(c, cuts, D::rsel(s.alpha < frac, frac, s.alpha));
+            s.round_cut = s.round_cut || valid;
+            return cuts;
+        }
         // The cut uses max(alpha, depth/capacity) and the marked arrival found depth >= mark_depth.
         R a_lo = s.alpha_lo;
         if (p_.mark_depth > 0) {
@@ -325,9 +366,21 @@ private:
         s.alpha_lo = D::rsel(ends, d_.rlit(1.0 - p_.gain) * s.alpha_lo, s.alpha_lo);
         const B cuts = ends && !s.round_cut && s.round_marked > d_.lit(0);
         const B grows = ends && !s.round_cut && !(s.round_marked > d_.lit(0));
+        if (p_.exact_window) {
+            // alpha = (1-g) alpha + g F, F = min(1, marked / credited) (1 if marks but no credit).
+            // round_credited <= 2 w_max: the chunks in flight at the round's start plus one credit.
+            const R f = d_.fraction(s.round_marked, s.round_credited, 2 * p_.w_max);
+            s.alpha = D::rsel(ends, d_.rlit(1.0 - p_.gain) * s.alpha + d_.rlit(p_.gain) * f, s.alpha);
+            cut_exact(c, cuts, s.alpha);
+            const R grown_w = s.window + d_.rlit(p_.additive_increase);
+            const R max_w = d_.rlit(p_.w_max_of(c));
+            s.window = D::rsel(grows, D::rsel(max_w < grown_w, max_w, grown_w), s.window);
+            s.w = D::floor_of(s.window);
+        }
         const I cut_w = cut_window(c, t, cuts, s.alpha_lo);
         const I grown = s.w + d_.lit(p_.additive_increase);
-        s.w = d_.sel(grows, d_.sel(grown > d_.lit(p_.w_max), d_.lit(p_.w_max), grown), cut_w);
+        const I cap = d_.lit(p_.w_max_of(c));
+        if (!p_.exact_window) s.w = d_.sel(grows, d_.sel(grown > cap, cap, grown), cut_w);
         // start_round()
         s.round_end = d_.sel(ends, s.sent, s.round_end);
         s.round_credited = d_.sel(ends, d_.lit(0), s.round_credited);
@@ -353,7 +406,9 @@ template <class D> struct Violation {
 };
 
 // Over every window of W steps in which clusters a and b are both backlogged at every step, their
-// served contributions differ by at most epsilon.
+// served contributions differ by at most epsilon. Backlogged: a packet of the cluster waits in the
+// queue AND its sender is greedy (sent all that max_arrivals and its window allowed), i.e. it
+// always had more to send; a cluster that holds back gets less, which is not unfairness.
 template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Trace<D>& tr, const FairnessSpec& f) {
     std::vector<Violation<D>> out;
     const int T = static_cast<int>(tr.size());
@@ -365,6 +420,7 @@ template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Tra
                 typename D::I diff = d.lit(0);
                 for (int t = t0; t < t0 + f.window; ++t) {
                     both = both && tr[t].backlogged[a] && tr[t].backlogged[b];
+                    if (!tr[t].greedy.empty()) both = both && tr[t].greedy[a] && tr[t].greedy[b];
                     diff = diff + tr[t].served[a] - tr[t].served[b];
                 }
                 out.push_back({both && (diff > d.lit(f.epsilon) || diff < d.lit(-f.epsilon)), "fairness", t0,

@@ -49,6 +49,15 @@ struct Z3Domain {
         if (shift > 62) return ctx.real_val(std::to_string(v).c_str());  // tiny: decimal approximation
         return ctx.real_val(static_cast<int64_t>(num), static_cast<int64_t>(std::int64_t{1} << shift));
     }
+    static R to_real(const I& v) { return z3::to_real(v); }
+    // min(1, marked / credited), 1 if marked > 0 = credited: a case split over the denominator
+    // keeps every division by a numeral (linear); beyond max_den a true division (never reached).
+    R fraction(const I& marked, const I& credited, int max_den) const {
+        const R m = z3::to_real(marked);
+        R f = z3::ite(m > z3::to_real(credited), ctx.real_val(1), m / z3::to_real(credited));
+        for (int k = max_den; k >= 1; --k) f = z3::ite(credited == k, z3::min(ctx.real_val(1), m / ctx.real_val(k)), f);
+        return z3::ite(credited > 0, f, z3::ite(marked > 0, ctx.real_val(1), ctx.real_val(0)));
+    }
     R rfix(const R& v, const std::string& name) {
         z3::expr x = ctx.real_const(name.c_str());
         solver.add(x == v);

@@ -1,5 +1,6 @@
 #include "verify_config.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <filesystem>
@@ -100,6 +101,10 @@ std::string validate(const ModelParams& p) {
     if (p.w_min < 1) return "transport.w_min must be >= 1";
     if (p.w_max < p.w_min) return "transport.w_max must be >= w_min";
     if (p.w_init < p.w_min || p.w_init > p.w_max) return "transport.w_init must lie in [w_min, w_max]";
+    if (static_cast<int>(p.w_max_by_cluster.size()) > p.clusters)
+        return "transport.w_max_by_cluster has more entries than model.clusters";
+    for (int w : p.w_max_by_cluster)
+        if (w < p.w_min || w > p.w_max) return "transport.w_max_by_cluster entries must lie in [w_min, w_max]";
     if (p.additive_increase < 0) return "transport.additive_increase must be >= 0";
     if (!(p.gain > 0 && p.gain <= 1)) return "transport.gain must lie in (0, 1]";
     if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
@@ -120,6 +125,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     VerifyConfig cfg;
     cfg.source = source;
     ModelParams& m = cfg.model;
+    bool has_cluster_rules = false, drop_unmerged = false;
 
     // 1. The switch's own YAML: queue size, marking depth, aggregation and feedback switches.
     if (root["switch_config"]) {
@@ -144,6 +150,23 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         m.mark_depth = static_cast<int>(port->marking.depth_packets);
         m.aggregation = sw.aggregation;
         m.feedback = sw.feedback;
+        // Per-cluster rules (aggregation.clusters): the replay's cluster c has id c + 1 and sends
+        // from 10.0.0.(c + 1). With rules, a cluster merges only if its rule turns aggregation on
+        // and lists that address (the switch forwards unknown clusters and non-members unmerged).
+        // Without rules every cluster merges (the switch's own default would merge nothing).
+        if (!sw.clusters.empty()) {
+            for (int c = 0; c < 32; ++c) {
+                const std::uint32_t ip = 0x0A000001u + static_cast<std::uint32_t>(c);
+                bool merges = false;
+                for (const auto& rule : sw.clusters)
+                    if (rule.id == c + 1)
+                        merges = rule.aggregation &&
+                                 std::find(rule.member_ips.begin(), rule.member_ips.end(), ip) != rule.member_ips.end();
+                if (!merges) m.unmerged_clusters |= 1u << c;
+            }
+            drop_unmerged = sw.non_member == core::NonMemberAction::Drop;
+            has_cluster_rules = true;
+        }
         cfg.notes += fmt::format("from {} port {}: queue {} packets, mark depth {}, aggregation {}, feedback {}\n",
                                  path.string(), port->name, m.queue_packets, m.mark_depth, m.aggregation, m.feedback);
         if (port->marking.sojourn_us != 0)
@@ -154,20 +177,27 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
 
     // 2. Window constants, same names as transport::SenderConfig.
     if (const YAML::Node t = root["transport"]) {
-        r.require_map(t, "transport", {"w_init", "w_min", "w_max", "additive_increase", "gain", "alpha_init"});
+        r.require_map(t, "transport", {"w_init", "w_min", "w_max", "additive_increase", "gain", "alpha_init",
+                                       "w_max_by_cluster"});
         if (t["w_init"]) m.w_init = r.whole_window(t["w_init"], "transport.w_init");
         if (t["w_min"]) m.w_min = r.whole_window(t["w_min"], "transport.w_min");
         if (t["w_max"]) m.w_max = r.whole_window(t["w_max"], "transport.w_max");
         if (t["additive_increase"]) m.additive_increase = r.whole_window(t["additive_increase"], "transport.additive_increase");
         if (t["gain"]) m.gain = r.real(t["gain"], "transport.gain", 1e-9, 1);
         if (t["alpha_init"]) m.alpha_init = r.real(t["alpha_init"], "transport.alpha_init", 0, 1);
+        if (const YAML::Node caps = t["w_max_by_cluster"]) {
+            if (!caps.IsSequence()) r.fail(caps, "transport.w_max_by_cluster", "expected a list of window caps");
+            for (std::size_t i = 0; i < caps.size(); ++i)
+                m.w_max_by_cluster.push_back(
+                    r.whole_window(caps[i], fmt::format("transport.w_max_by_cluster[{}]", i)));
+        }
     }
 
     // 3. The verifier's bounds; queue_packets / mark_depth / aggregation / feedback override the switch.
     if (const YAML::Node n = root["model"]) {
         r.require_map(n, "model", {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
                                    "credit_delay", "feedback_delay", "feedback", "queue_packets", "mark_depth",
-                                   "aggregation"});
+                                   "aggregation", "exact_window"});
         auto get = [&](const char* key, int& out, int lo, int hi) {
             if (n[key]) out = r.integer(n[key], std::string("model.") + key, lo, hi);
         };
@@ -187,6 +217,21 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         get("mark_depth", m.mark_depth, 0, 64);
         if (n["feedback"]) m.feedback = r.boolean(n["feedback"], "model.feedback");
         if (n["aggregation"]) m.aggregation = r.boolean(n["aggregation"], "model.aggregation");
+        if (n["exact_window"]) m.exact_window = r.boolean(n["exact_window"], "model.exact_window");
+    }
+    if (has_cluster_rules) {
+        m.unmerged_clusters &= (1u << m.clusters) - 1;
+        std::string unmerged;
+        for (int c = 0; c < m.clusters; ++c) {
+            if (!((m.unmerged_clusters >> c) & 1u)) continue;
+            if (drop_unmerged)
+                r.fail(root["switch_config"], "switch_config",
+                       fmt::format("cluster id {} (model cluster {}) has no merging rule and non_member is drop: "
+                                   "not modelled", c + 1, c));
+            unmerged += (unmerged.empty() ? "" : ", ") + std::to_string(c);
+        }
+        cfg.notes += fmt::format("per-cluster rules: model clusters never merged (cluster c has switch id c+1): {}\n",
+                                 unmerged.empty() ? "none" : unmerged);
     }
     if (m.queue_packets > 64)
         throw VerifyConfigError(fmt::format(

@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 namespace shesha::verify {
 
@@ -32,15 +34,28 @@ struct ModelParams {
     int queue_packets = 4;       // Q: the real queue's slot count (rounded up to a power of two)
     int mark_depth = 0;          // M: mark arrivals finding >= M waiting; 0 = off
     bool aggregation = true;     // merge rule on
+    // Bit c set: cluster c's gradients are never merged (the switch's per-cluster rule turns
+    // aggregation off for it, or its sender is not a listed member).
+    unsigned unmerged_clusters = 0;
     // Window constants (transport::SenderConfig). Integers: see docs/verification.md.
     int w_init = 2;
     int w_min = 1;
     int w_max = 4;
     int additive_increase = 1;
+    // Per-cluster window caps (each in [w_min, w_max]; empty: w_max for all). A cluster's w_init is
+    // min(w_init, its cap). Different clusters' workers may run different transport settings.
+    std::vector<int> w_max_by_cluster;
+    int w_max_of(int c) const {
+        return c < static_cast<int>(w_max_by_cluster.size()) ? w_max_by_cluster[c] : w_max;
+    }
+    int w_init_of(int c) const { return std::min(w_init, w_max_of(c)); }
     double gain = 1.0 / 16;      // used by the real sender; abstracted away in the model
     double alpha_init = 1.0;
     // Depth at which the queue counts as congested for the responsiveness property (0: none).
     int congestion_threshold = 0;
+    // Exact window arithmetic: the model carries the sender's W and alpha as reals and cuts them
+    // like CreditSender does (non-linear for Z3). Off: floor(W) with an interval after each cut.
+    bool exact_window = false;
 };
 
 struct FairnessSpec { int window = 4; int epsilon = 2; };
