@@ -25,7 +25,7 @@ namespace {
 
 constexpr std::uint32_t kHandoffRingSize = 4096;
 constexpr std::uint32_t kFeedbackLimiterSlots = 1024;
-constexpr std::uint16_t kPrefetchAhead = 4;  // packets whose headers are prefetched ahead of classification
+constexpr std::uint16_t kPrefetchAhead = 8;  // packets whose headers are prefetched ahead of classification
 
 std::uint64_t us_to_ticks(std::uint64_t us, std::uint64_t hz) noexcept {
     return static_cast<std::uint64_t>(static_cast<unsigned __int128>(us) * hz / 1'000'000);
