@@ -147,6 +147,21 @@ std::vector<std::uint16_t> attach_and_setup_ports(const core::SwitchConfig& cfg,
     return ids;
 }
 
+std::uint64_t discard_startup_frames(std::span<const std::uint16_t> port_ids, unsigned max_bursts) {
+    constexpr std::uint16_t kBurst = 32;
+    std::uint64_t discarded = 0;
+    for (std::uint16_t id : port_ids) {
+        rte_mbuf* pkts[kBurst];
+        for (unsigned i = 0; i < max_bursts; ++i) {
+            const std::uint16_t n = rte_eth_rx_burst(id, 0, pkts, kBurst);
+            if (n == 0) break;
+            rte_pktmbuf_free_bulk(pkts, n);
+            discarded += n;
+        }
+    }
+    return discarded;
+}
+
 void stop_ports(std::span<const std::uint16_t> port_ids) {
     for (std::uint16_t id : port_ids) {
         if (int rc = rte_eth_dev_stop(id); rc != 0) spdlog::warn("ethdev {}: stop failed: {}", id, rte_strerror(-rc));

@@ -40,6 +40,10 @@ void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool
 // attach_port + setup_port for every configured port, in order.
 std::vector<std::uint16_t> attach_and_setup_ports(const core::SwitchConfig& cfg, rte_mempool* pool,
                                                   std::uint32_t link_wait_ms = 3000);
+// Frees whatever the ports received before forwarding starts (at most max_bursts bursts each) and
+// returns how many frames that was. An af_packet socket sees every interface's traffic until the
+// PMD binds it to its own, so frames of unrelated interfaces can sit in its ring at start.
+std::uint64_t discard_startup_frames(std::span<const std::uint16_t> port_ids, unsigned max_bursts = 64);
 // Stops and closes the ports (errors are logged).
 void stop_ports(std::span<const std::uint16_t> port_ids);
 

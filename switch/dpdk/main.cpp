@@ -118,6 +118,8 @@ int main(int argc, char** argv) {
     try {
         pool = sw::create_mbuf_pool(cfg);
         port_ids = sw::attach_and_setup_ports(cfg, pool);
+        if (const std::uint64_t n = sw::discard_startup_frames(port_ids); n != 0)
+            spdlog::info("discarded {} frame(s) received while the ports were being set up", n);
 
         sw::Switch the_switch(cfg, port_ids, pool, rte_get_tsc_hz());
         if (cfg.telemetry && !sw::register_telemetry(&the_switch))
