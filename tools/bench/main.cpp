@@ -59,7 +59,12 @@ int main(int argc, char** argv) {
     auto* learner_cmd = app.add_subcommand("learner", "learner chunk apply vs memcpy and axpy");
     auto* sender_cmd = app.add_subcommand("sender", "worker send path vs plain sendto and shesha-gen (loopback)");
     auto* all_cmd = app.add_subcommand("all", "every benchmark");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help exits 0; a wrong flag is bad input and exits 2, like a bad file.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     const bool all = all_cmd->parsed();
     if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 1.0;

@@ -3,6 +3,7 @@
 
   plot_sim.py series OUT_DIR/series.csv IMG.png [--label L]   AoM, queue depth, window over time
   plot_sim.py study  summary.csv IMG_DIR                       scaling plots from a sweep (run_study.py)
+  plot_sim.py slots  OUT_DIR/slots.csv IMG.png                 a slotted replay (shesha-sim --replay)
 """
 import csv
 import sys
@@ -114,10 +115,50 @@ def plot_study(summary_csv, img_dir):
     plt.close(fig)
 
 
+def plot_slots(slots_csv, out_png):
+    """Queue depth, windows, service and AoM age per slot of a slotted replay."""
+    rows = read_rows(slots_csv)
+    if not rows:
+        raise SystemExit(f"{slots_csv}: no rows")
+    slots = sorted({int(r["slot"]) for r in rows})
+    clusters = sorted({int(r["cluster"]) for r in rows})
+    by = {(int(r["slot"]), int(r["cluster"])): r for r in rows}
+    depth = [int(by[(t, clusters[0])]["depth_end"]) for t in slots]
+    drops = [int(by[(t, clusters[0])]["drops"]) for t in slots]
+    fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=True)
+    axes[0].step(slots, depth, where="mid", label="depth after service")
+    axes[0].bar(slots, drops, color="tab:red", alpha=0.5, label="tail drops")
+    axes[0].set_ylabel("packets")
+    axes[0].legend(loc="upper left", fontsize=8)
+    for c in clusters:
+        win = [int(by[(t, c)]["window"]) for t in slots]
+        served = [int(by[(t, c)]["served"]) for t in slots]
+        age = [int(by[(t, c)]["age"]) for t in slots]
+        line = axes[1].step(slots, win, where="mid", label=f"cluster {c}")[0]
+        cuts = [t for t in slots if by[(t, c)]["cut"] == "1"]
+        axes[1].plot(cuts, [int(by[(t, c)]["window"]) for t in cuts], "v", color=line.get_color())
+        axes[2].step(slots, served, where="mid", color=line.get_color(), label=f"cluster {c}")
+        axes[3].step(slots, age, where="mid", color=line.get_color(), label=f"cluster {c}")
+    axes[1].set_ylabel("usable window\n(v: cut)")
+    axes[2].set_ylabel("contributions\nserved")
+    axes[3].set_ylabel("AoM age (slots)")
+    axes[3].set_xlabel("slot")
+    for ax in axes[1:]:
+        ax.legend(loc="upper left", fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"slotted replay: {slots_csv}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+
+
 def main(argv):
     if len(argv) >= 4 and argv[1] == "series":
         label = argv[argv.index("--label") + 1] if "--label" in argv else None
         plot_series(argv[2], argv[3], label)
+    elif len(argv) == 4 and argv[1] == "slots":
+        plot_slots(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "study":
         plot_study(argv[2], argv[3])
     else:

@@ -81,43 +81,20 @@ std::string to_json(const Counterexample& cex) {
 
 Counterexample counterexample_from_json(const std::string& text, const std::string& source) {
     Counterexample cex;
+    // The parameters, bounds and workload: the simulator's replay format.
+    const sim::SlottedReplay common = sim::parse_replay(text, source);
+    cex.property = common.property;
+    cex.step = common.step;
+    cex.what = common.what;
+    static_cast<sim::SlottedSystem&>(cex.config.model) = common.system;
+    if (common.bounds.fairness) cex.config.fairness = FairnessSpec{common.bounds.fairness->window, common.bounds.fairness->epsilon};
+    if (common.bounds.responsiveness)
+        cex.config.responsiveness = ResponsivenessSpec{common.bounds.responsiveness->within, common.bounds.responsiveness->threshold};
+    if (common.bounds.aom) cex.config.aom = AomSpec{common.bounds.aom->bound};
+    cex.workload = common.workload;
     try {
         const YAML::Node root = YAML::Load(text);
-        cex.property = root["property"].as<std::string>();
-        cex.step = root["step"].as<int>();
-        cex.what = root["what"].as<std::string>();
-        const YAML::Node m = root["model"];
-        ModelParams& p = cex.config.model;
-        p.clusters = m["clusters"].as<int>();
-        p.horizon = m["horizon"].as<int>();
-        p.chunks = m["chunks"].as<int>();
-        p.elems_per_chunk = m["elems_per_chunk"].as<int>();
-        p.service_rate = m["service_rate"].as<int>();
-        p.max_arrivals = m["max_arrivals"].as<int>();
-        p.credit_delay = m["credit_delay"].as<int>();
-        p.feedback_delay = m["feedback_delay"].as<int>();
-        p.feedback = m["feedback"].as<bool>();
-        p.queue_packets = m["queue_packets"].as<int>();
-        p.mark_depth = m["mark_depth"].as<int>();
-        p.aggregation = m["aggregation"].as<bool>();
-        p.w_init = m["w_init"].as<int>();
-        p.w_min = m["w_min"].as<int>();
-        p.w_max = m["w_max"].as<int>();
-        p.additive_increase = m["additive_increase"].as<int>();
-        p.gain = m["gain"].as<double>();
-        p.alpha_init = m["alpha_init"].as<double>();
-        p.congestion_threshold = m["congestion_threshold"].as<int>();
-        if (m["exact_window"]) p.exact_window = m["exact_window"].as<bool>();
-        if (m["unmerged_clusters"]) p.unmerged_clusters = m["unmerged_clusters"].as<unsigned>();
-        if (m["w_max_by_cluster"]) p.w_max_by_cluster = m["w_max_by_cluster"].as<std::vector<int>>();
-        const YAML::Node props = root["properties"];
-        if (props["fairness"])
-            cex.config.fairness = FairnessSpec{props["fairness"]["window"].as<int>(), props["fairness"]["epsilon"].as<int>()};
-        if (props["responsiveness"])
-            cex.config.responsiveness = ResponsivenessSpec{props["responsiveness"]["within"].as<int>(),
-                                                           props["responsiveness"]["threshold"].as<int>()};
-        if (props["aom"]) cex.config.aom = AomSpec{props["aom"]["bound"].as<int>()};
-        for (const auto& step : root["steps"]) cex.workload.push_back(step["send"].as<std::vector<int>>());
+        if (root["model"]["exact_window"]) cex.config.model.exact_window = root["model"]["exact_window"].as<bool>();
         // The model's trace, for comparison with the real run.
         for (const auto& step : root["steps"]) {
             if (!step["depth_end"]) break;
@@ -138,13 +115,6 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
         throw std::runtime_error(source + ": not a shesha-verify counterexample: " + e.what());
     }
     cex.config.source = source;
-    if (const std::string err = validate(cex.config.model); !err.empty()) throw std::runtime_error(source + ": " + err);
-    if (static_cast<int>(cex.workload.size()) != cex.config.model.horizon)
-        throw std::runtime_error(source + ": the workload has " + std::to_string(cex.workload.size()) +
-                                 " steps, the horizon is " + std::to_string(cex.config.model.horizon));
-    for (const auto& row : cex.workload)
-        if (static_cast<int>(row.size()) != cex.config.model.clusters)
-            throw std::runtime_error(source + ": a step's send list does not have one entry per cluster");
     return cex;
 }
 

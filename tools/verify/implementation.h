@@ -1,7 +1,7 @@
-// The REAL code under the model's step discipline: core::AggregatingQueue with real frames
-// (frame.h + protocol.h + gradient_pattern.h), one transport::CreditSender and one
-// transport::CreditPlanner per cluster. Used to replay counterexamples and to check that the model
-// and the implementation agree step by step.
+// The REAL code under the model's step discipline, run by shesha-sim's slotted mode
+// (tools/sim/slotted.h: core::AggregatingQueue on real frames, one transport::CreditSender and one
+// transport::CreditPlanner per cluster), seen as model traces. Used to replay counterexamples and
+// to check that the model and the implementation agree step by step.
 #pragma once
 
 #include <deque>
@@ -37,8 +37,12 @@ std::string check_agreement(const ModelParams& p, const std::vector<std::vector<
 std::vector<Violation<ConcreteDomain>> violations_of(const VerifyConfig& cfg, const std::string& property,
                                                      const Trace<ConcreteDomain>& trace);
 
+// The verifier's bounds as the simulator's.
+sim::SlotBounds bounds_of(const VerifyConfig& cfg);
+
 struct ReplayReport {
-    bool reproduced = false;           // the real run violates the same property
+    bool reproduced = false;           // the simulator measures a violation of the same property
+    bool same_step = false;            // ... at the step where the model shows it
     std::vector<std::string> lines;    // what to print
 };
 ReplayReport replay(const Counterexample& cex);

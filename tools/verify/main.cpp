@@ -116,7 +116,12 @@ int main(int argc, char** argv) {
     agree->add_option("config", config, "verify YAML")->required();
     agree->add_option("--runs", runs, "workloads");
     agree->add_option("--seed", seed, "random seed");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help exits 0; a wrong flag is bad input and exits 2, like a bad file.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
     try {
         if (*check) return cmd_check(config, props, horizon, out_dir);
         if (*rep) return cmd_replay(file);

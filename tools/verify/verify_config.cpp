@@ -86,30 +86,7 @@ private:
 
 }  // namespace
 
-std::string validate(const ModelParams& p) {
-    if (p.clusters < 1) return "model.clusters must be >= 1";
-    if (p.horizon < 1) return "model.horizon must be >= 1";
-    if (p.chunks < 1) return "model.chunks must be >= 1";
-    if (p.elems_per_chunk < 2) return "model.elems_per_chunk must be >= 2";
-    if (p.service_rate < 1) return "model.service_rate must be >= 1";
-    if (p.max_arrivals < 1) return "model.max_arrivals must be >= 1";
-    if (p.credit_delay < 1) return "model.credit_delay must be >= 1";
-    if (p.feedback_delay < 1) return "model.feedback_delay must be >= 1";
-    if (p.queue_packets < 1 || !std::has_single_bit(static_cast<unsigned>(p.queue_packets)))
-        return "queue_packets must be a power of two >= 1 (the real queue rounds up)";
-    if (p.mark_depth < 0) return "mark_depth must be >= 0";
-    if (p.w_min < 1) return "transport.w_min must be >= 1";
-    if (p.w_max < p.w_min) return "transport.w_max must be >= w_min";
-    if (p.w_init < p.w_min || p.w_init > p.w_max) return "transport.w_init must lie in [w_min, w_max]";
-    if (static_cast<int>(p.w_max_by_cluster.size()) > p.clusters)
-        return "transport.w_max_by_cluster has more entries than model.clusters";
-    for (int w : p.w_max_by_cluster)
-        if (w < p.w_min || w > p.w_max) return "transport.w_max_by_cluster entries must lie in [w_min, w_max]";
-    if (p.additive_increase < 0) return "transport.additive_increase must be >= 0";
-    if (!(p.gain > 0 && p.gain <= 1)) return "transport.gain must lie in (0, 1]";
-    if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
-    return {};
-}
+std::string validate(const ModelParams& p) { return sim::validate(p); }
 
 VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir) {
     Reader r(source);

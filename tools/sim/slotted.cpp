@@ -1,0 +1,455 @@
+#include "slotted.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <optional>
+#include <span>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "aggregating_queue.h"
+#include "frame.h"
+#include "gradient_pattern.h"
+#include "protocol.h"
+#include "transport/credit_planner.h"
+#include "transport/credit_sender.h"
+
+namespace shesha::sim {
+
+namespace {
+
+constexpr std::uint32_t kLearnerIp = 0x0A000101;  // 10.0.1.1: every cluster's learner behind one port
+constexpr std::size_t kBufferSize = 512;
+
+std::uint16_t cluster_id_of(int c) { return static_cast<std::uint16_t>(c + 1); }
+std::uint32_t worker_id_of(int c) { return static_cast<std::uint32_t>(100 + c); }
+
+struct Packet {
+    std::array<std::uint8_t, kBufferSize> buf{};
+    std::uint32_t len = 0;
+    int cluster = 0;
+    std::uint16_t shesha_offset = 0;
+};
+
+struct DepartedChunk {
+    int cluster;
+    proto::Header header;
+};
+
+}  // namespace
+
+SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int>>& requested) {
+    SlottedRun run;
+    const int C = p.clusters;
+    const int E = p.elems_per_chunk;
+    run.cut_windows.assign(C, {});
+
+    core::QueueConfig qc;
+    qc.capacity_packets = static_cast<std::uint32_t>(p.queue_packets);
+    qc.capacity_bytes = std::uint64_t{kBufferSize} * (p.queue_packets + 1);  // never the limit
+    qc.aggregation = p.aggregation;
+    qc.mark_depth_packets = static_cast<std::uint32_t>(p.mark_depth);
+    qc.mark_sojourn_ticks = 0;
+    core::AggregatingQueue queue(qc);
+
+    std::vector<transport::CreditSender> senders;
+    std::vector<transport::CreditPlanner> planners;
+    std::vector<std::vector<float>> gradients;
+    for (int c = 0; c < C; ++c) {
+        transport::SenderConfig sc;
+        sc.cluster_id = cluster_id_of(c);
+        sc.worker_id = worker_id_of(c);
+        sc.model_elems = static_cast<std::uint32_t>(p.chunks * E);
+        sc.chunk_elems = static_cast<std::uint32_t>(E);
+        sc.w_init = p.w_init_of(c);
+        sc.w_min = p.w_min;
+        sc.w_max = p.w_max_of(c);
+        sc.additive_increase = p.additive_increase;
+        sc.gain = p.gain;
+        sc.alpha_init = p.alpha_init;
+        sc.credit_timeout_ns = 0;  // no losses in the model (drops leak credit, as in the real sender)
+        senders.emplace_back(sc);
+        const std::uint32_t wid = sc.worker_id;
+        planners.emplace_back(sc.cluster_id, std::span<const std::uint32_t>(&wid, 1));
+        // The synthetic pattern: any merge of this sender's chunks verifies exactly at departure.
+        std::vector<float> g(static_cast<std::size_t>(p.chunks * E));
+        for (int k = 0; k < p.chunks; ++k)
+            pattern::fill(g.data() + k * E, E, sc.cluster_id, static_cast<std::uint16_t>(k), sc.worker_id);
+        gradients.push_back(std::move(g));
+    }
+
+    // Packet buffers: at most Q waiting plus one step's arrivals in hand.
+    std::vector<Packet> pool(static_cast<std::size_t>(p.queue_packets + C * p.max_arrivals + 1));
+    std::vector<Packet*> free_list;
+    for (auto& pk : pool) free_list.push_back(&pk);
+    std::vector<int> waiting(C, 0);
+
+    std::vector<std::vector<DepartedChunk>> departed;        // [t]
+    std::vector<std::vector<int>> marked_depth;              // [t][c]: depth found by a marked arrival, -1 none
+    auto cut_count = [&](int c) {
+        return senders[c].counters().feedback_reductions + senders[c].counters().round_reductions;
+    };
+
+    for (int t = 0; t < p.horizon; ++t) {
+        SlotRecord rec;
+        rec.cut.assign(C, false);
+        const std::uint64_t now_ns = static_cast<std::uint64_t>(t) * 1000;
+        auto note_cut = [&](int c, std::uint64_t before) {
+            if (cut_count(c) != before) {
+                rec.cut[c] = true;
+                run.cut_windows[c].push_back(senders[c].usable_window());
+            }
+        };
+        // A. FEEDBACK.
+        if (p.feedback && t - p.feedback_delay >= 0)
+            for (int c = 0; c < C; ++c) {
+                const int d = marked_depth[t - p.feedback_delay][c];
+                if (d < 0) continue;
+                proto::FeedbackBody fb;
+                fb.queue_capacity = static_cast<std::uint16_t>(queue.capacity());
+                fb.queue_depth = static_cast<std::uint16_t>(d);
+                const auto before = cut_count(c);
+                senders[c].on_feedback(fb, now_ns);
+                note_cut(c, before);
+            }
+        // B. CREDITs, planned by the learner's real CreditPlanner.
+        if (t - p.credit_delay >= 0)
+            for (const DepartedChunk& dc : departed[t - p.credit_delay]) {
+                std::array<transport::CreditGrant, 1> grants;
+                const std::size_t n = planners[dc.cluster].plan(dc.header, 0, grants);
+                for (std::size_t i = 0; i < n; ++i) {
+                    const auto before = cut_count(dc.cluster);
+                    senders[dc.cluster].on_credit(grants[i].body, grants[i].flags, now_ns);
+                    note_cut(dc.cluster, before);
+                }
+            }
+        // C. Sending: the real window decides; updates are offered when the sender runs dry.
+        std::vector<std::vector<Packet*>> out(C);
+        for (int c = 0; c < C; ++c) {
+            const int allowed = std::min<int>(p.max_arrivals, static_cast<int>(senders[c].credits_available()));
+            const int want = std::max(0, std::min(t < static_cast<int>(requested.size()) ? requested[t][c] : 0,
+                                                  p.max_arrivals));
+            for (int i = 0; i < want; ++i) {
+                if (senders[c].pending_chunks() == 0)
+                    senders[c].offer_update(1, now_ns, gradients[c]);  // one model version in the horizon
+                const std::optional<transport::OutgoingChunk> chunk = senders[c].next_to_send(now_ns);
+                if (!chunk) {
+                    run.notes.push_back(fmt::format("slot {}: cluster {} asked to send {} but the real window "
+                                                    "allowed {}", t, c, want, i));
+                    break;
+                }
+                Packet* pk = free_list.back();
+                free_list.pop_back();
+                pk->cluster = c;
+                std::span<std::uint8_t> payload(pk->buf.data() + frame::kUdpPayloadOffset,
+                                                kBufferSize - frame::kUdpPayloadOffset);
+                const std::size_t plen = proto::encode(
+                    chunk->header,
+                    std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
+                                                  chunk->elements.size_bytes()),
+                    payload);
+                frame::Endpoints ep;
+                ep.src_ip = 0x0A000001 + static_cast<std::uint32_t>(c);
+                ep.dst_ip = kLearnerIp;
+                ep.src_port = proto::kDefaultUdpPort;
+                ep.dst_port = proto::kDefaultUdpPort;
+                ep.ecn = 1;
+                pk->len = static_cast<std::uint32_t>(frame::build_udp_frame(ep, plen, pk->buf));
+                out[c].push_back(pk);
+            }
+            rec.sent.push_back(static_cast<std::int64_t>(out[c].size()));
+            rec.greedy.push_back(static_cast<int>(out[c].size()) == allowed);
+        }
+        // D. Arrivals, round robin over clusters, through the real classifier and queue.
+        rec.arrival_marked.assign(C, false);
+        rec.congested.assign(C, false);
+        marked_depth.emplace_back(C, -1);
+        std::int64_t drops = 0;
+        for (int i = 0; i < p.max_arrivals; ++i)
+            for (int c = 0; c < C; ++c) {
+                if (i >= static_cast<int>(out[c].size())) continue;
+                Packet* pk = out[c][i];
+                const frame::FrameInfo info = frame::classify({pk->buf.data(), pk->len}, proto::kDefaultUdpPort);
+                proto::Header h;
+                proto::decode_header({pk->buf.data() + info.payload_offset, info.payload_len}, h);
+                pk->shesha_offset = info.payload_offset;
+                core::Arrival a;
+                a.handle = pk;
+                a.frame = pk->buf.data();
+                a.frame_len = pk->len;
+                a.mergeable = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
+                a.l3_offset = info.l3_offset;
+                a.l4_offset = info.l4_offset;
+                a.shesha_offset = info.payload_offset;
+                a.cluster_id = h.cluster_id;
+                a.chunk_index = h.chunk_index;
+                a.elem_count = h.elem_count;
+                a.model_version = h.model_version;
+                a.dst_ip = info.dst_ip;
+                const int depth_before = static_cast<int>(queue.depth());
+                if (p.congestion_threshold > 0 && depth_before >= p.congestion_threshold) rec.congested[c] = true;
+                const core::EnqueueResult r = queue.enqueue(a, static_cast<std::uint64_t>(t));
+                if (r.marked) {
+                    rec.arrival_marked[c] = true;
+                    marked_depth[t][c] = std::max(marked_depth[t][c], depth_before);
+                }
+                if (r.status == core::EnqueueStatus::Queued) {
+                    ++waiting[c];
+                } else {
+                    if (r.status == core::EnqueueStatus::DroppedFull) ++drops;
+                    if (r.status == core::EnqueueStatus::Merged) ++rec.merges;
+                    free_list.push_back(pk);
+                }
+            }
+        rec.drops = drops;
+        for (int c = 0; c < C; ++c) rec.marked_depth.push_back(std::max(0, marked_depth[t][c]));
+        rec.depth_after_arrivals = queue.depth();
+        for (int c = 0; c < C; ++c) rec.backlogged.push_back(waiting[c] > 0);
+        // E. Service.
+        departed.emplace_back();
+        rec.served.assign(C, 0);
+        for (int k = 0; k < p.service_rate; ++k) {
+            core::Departure dep;
+            if (!queue.dequeue(static_cast<std::uint64_t>(t), dep)) {
+                continue;
+            }
+            Packet* pk = static_cast<Packet*>(dep.handle);
+            proto::Message msg;
+            const auto err = proto::decode({pk->buf.data() + pk->shesha_offset, pk->len - pk->shesha_offset}, msg);
+            if (err != proto::DecodeError::Ok) {
+                run.payloads_exact = false;
+                run.notes.push_back(fmt::format("slot {}: departed frame does not decode", t));
+            } else {
+                std::vector<float> elems(msg.hdr.elem_count);
+                std::memcpy(elems.data(), msg.payload.data(), elems.size() * sizeof(float));
+                if (pattern::verify(elems.data(), elems.size(), msg.hdr.cluster_id, msg.hdr.chunk_index,
+                                    msg.hdr.contrib_count) != pattern::Check::Ok) {
+                    run.payloads_exact = false;
+                    run.notes.push_back(fmt::format("slot {}: merged payload of cluster {} is not exact", t, pk->cluster));
+                }
+                departed[t].push_back({pk->cluster, msg.hdr});
+            }
+            rec.departures.push_back({pk->cluster, static_cast<int>(dep.contributions), dep.marked});
+            rec.served[pk->cluster] += dep.contributions;
+            --waiting[pk->cluster];
+            free_list.push_back(pk);
+        }
+        rec.depth_end = queue.depth();
+        for (int c = 0; c < C; ++c) {
+            rec.window.push_back(senders[c].usable_window());
+            rec.in_flight.push_back(senders[c].in_flight());
+        }
+        run.slots.push_back(std::move(rec));
+    }
+    return run;
+}
+
+
+std::string validate(const SlottedSystem& p) {
+    if (p.clusters < 1) return "model.clusters must be >= 1";
+    if (p.horizon < 1) return "model.horizon must be >= 1";
+    if (p.chunks < 1) return "model.chunks must be >= 1";
+    // Real frames live in kBufferSize-byte buffers: headers plus the payload must fit.
+    const std::size_t max_elems =
+        (kBufferSize - frame::kUdpPayloadOffset - proto::kHeaderSize) / sizeof(float);
+    if (p.elems_per_chunk < 2 || static_cast<std::size_t>(p.elems_per_chunk) > max_elems)
+        return fmt::format("model.elems_per_chunk must lie in [2, {}]", max_elems);
+    if (p.service_rate < 1) return "model.service_rate must be >= 1";
+    if (p.max_arrivals < 1) return "model.max_arrivals must be >= 1";
+    if (p.credit_delay < 1) return "model.credit_delay must be >= 1";
+    if (p.feedback_delay < 1) return "model.feedback_delay must be >= 1";
+    if (p.queue_packets < 1 || !std::has_single_bit(static_cast<unsigned>(p.queue_packets)))
+        return "queue_packets must be a power of two >= 1 (the real queue rounds up)";
+    if (p.mark_depth < 0) return "mark_depth must be >= 0";
+    if (p.congestion_threshold < 0) return "congestion_threshold must be >= 0";
+    if (p.w_min < 1) return "transport.w_min must be >= 1";
+    if (p.w_max < p.w_min) return "transport.w_max must be >= w_min";
+    if (p.w_init < p.w_min || p.w_init > p.w_max) return "transport.w_init must lie in [w_min, w_max]";
+    if (static_cast<int>(p.w_max_by_cluster.size()) > p.clusters)
+        return "transport.w_max_by_cluster has more entries than model.clusters";
+    for (int w : p.w_max_by_cluster)
+        if (w < p.w_min || w > p.w_max) return "transport.w_max_by_cluster entries must lie in [w_min, w_max]";
+    if (p.additive_increase < 0) return "transport.additive_increase must be >= 0";
+    if (!(p.gain > 0 && p.gain <= 1)) return "transport.gain must lie in (0, 1]";
+    if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
+    return {};
+}
+
+SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds& bounds) {
+    SlotMeasurements m;
+    const int T = static_cast<int>(slots.size());
+    const int C = T == 0 ? 0 : static_cast<int>(slots[0].served.size());
+
+    // Age of model, in slots.
+    m.aom_peak.assign(C, 0);
+    std::vector<std::int64_t> age(C, 0);
+    for (int t = 0; t < T; ++t) {
+        for (int c = 0; c < C; ++c) {
+            age[c] = slots[t].served[c] > 0 ? 0 : slots[t].backlogged[c] ? age[c] + 1 : 0;
+            m.aom_peak[c] = std::max(m.aom_peak[c], age[c]);
+            if (bounds.aom && age[c] > bounds.aom->bound)
+                m.violations.push_back({"aom", t, fmt::format("cluster {} has waited {} slots for a service at slot {} "
+                                                              "(bound {})", c, age[c], t, bounds.aom->bound)});
+        }
+        m.ages.push_back(age);
+    }
+
+    // Fairness over every window of W slots where both clusters are backlogged and greedy.
+    if (bounds.fairness) {
+        const int W = bounds.fairness->window;
+        for (int t0 = 0; t0 + W <= T; ++t0)
+            for (int a = 0; a < C; ++a)
+                for (int b = a + 1; b < C; ++b) {
+                    bool eligible = true;
+                    std::int64_t diff = 0;
+                    for (int t = t0; t < t0 + W && eligible; ++t) {
+                        const SlotRecord& s = slots[t];
+                        eligible = s.backlogged[a] && s.backlogged[b] && s.greedy[a] && s.greedy[b];
+                        diff += s.served[a] - s.served[b];
+                    }
+                    if (!eligible) continue;
+                    if (std::abs(diff) > m.fairness_worst) {
+                        m.fairness_worst = std::abs(diff);
+                        m.fairness_worst_slot = t0;
+                    }
+                    if (std::abs(diff) > bounds.fairness->epsilon)
+                        m.violations.push_back(
+                            {"fairness", t0,
+                             fmt::format("clusters {} and {}, both backlogged and greedy over slots {}..{}, were served "
+                                         "{} contributions apart (epsilon {})", a, b, t0, t0 + W - 1, std::abs(diff),
+                                         bounds.fairness->epsilon)});
+                }
+    }
+
+    // Reaction time to congestion.
+    m.reaction_worst.assign(C, -1);
+    if (bounds.responsiveness) {
+        const int R = bounds.responsiveness->within;
+        const int thr = bounds.responsiveness->threshold;
+        for (int t = 0; t < T; ++t)
+            for (int c = 0; c < C; ++c) {
+                if (!slots[t].congested[c]) continue;
+                std::int64_t reaction = -1;
+                for (int u = t; u < T && reaction < 0; ++u)
+                    if (slots[u].depth_end < thr || (u > t && slots[u].cut[c])) reaction = u - t;
+                // Never within the horizon: at least the slots that remain.
+                const std::int64_t measured = reaction < 0 ? T - t : reaction;
+                m.reaction_worst[c] = std::max(m.reaction_worst[c], measured);
+                if (t + R < T && (reaction < 0 || reaction > R))
+                    m.violations.push_back(
+                        {"responsiveness", t,
+                         fmt::format("cluster {} sent into a queue at >= {} at slot {}; the queue stayed at or above it "
+                                     "and the window was not cut for {}{} slots (bound {})", c, thr, t,
+                                     reaction < 0 ? "more than " : "", reaction < 0 ? T - 1 - t : reaction, R)});
+            }
+    }
+    std::stable_sort(m.violations.begin(), m.violations.end(),
+                     [](const BoundViolation& x, const BoundViolation& y) { return x.property < y.property; });
+    return m;
+}
+
+namespace {
+
+template <class T> T required(const YAML::Node& parent, const char* key, const std::string& path) {
+    const YAML::Node n = parent[key];
+    if (!n) throw ReplayFileError(fmt::format("missing key {}{}", path, key));
+    try {
+        return n.as<T>();
+    } catch (const YAML::Exception&) {
+        throw ReplayFileError(fmt::format("key {}{}: wrong type", path, key));
+    }
+}
+
+}  // namespace
+
+SlottedReplay parse_replay(const std::string& json_text, const std::string& source) {
+    SlottedReplay r;
+    try {
+        const YAML::Node root = YAML::Load(json_text);
+        if (!root.IsMap()) throw ReplayFileError("expected a JSON object at the top");
+        r.property = required<std::string>(root, "property", "");
+        r.step = required<int>(root, "step", "");
+        r.what = required<std::string>(root, "what", "");
+        const YAML::Node m = root["model"];
+        if (!m || !m.IsMap()) throw ReplayFileError("missing object model");
+        SlottedSystem& s = r.system;
+        s.clusters = required<int>(m, "clusters", "model.");
+        s.horizon = required<int>(m, "horizon", "model.");
+        s.chunks = required<int>(m, "chunks", "model.");
+        s.elems_per_chunk = required<int>(m, "elems_per_chunk", "model.");
+        s.service_rate = required<int>(m, "service_rate", "model.");
+        s.max_arrivals = required<int>(m, "max_arrivals", "model.");
+        s.credit_delay = required<int>(m, "credit_delay", "model.");
+        s.feedback_delay = required<int>(m, "feedback_delay", "model.");
+        s.feedback = required<bool>(m, "feedback", "model.");
+        s.queue_packets = required<int>(m, "queue_packets", "model.");
+        s.mark_depth = required<int>(m, "mark_depth", "model.");
+        s.aggregation = required<bool>(m, "aggregation", "model.");
+        s.w_init = required<int>(m, "w_init", "model.");
+        s.w_min = required<int>(m, "w_min", "model.");
+        s.w_max = required<int>(m, "w_max", "model.");
+        s.additive_increase = required<int>(m, "additive_increase", "model.");
+        s.gain = required<double>(m, "gain", "model.");
+        s.alpha_init = required<double>(m, "alpha_init", "model.");
+        s.congestion_threshold = required<int>(m, "congestion_threshold", "model.");
+        if (m["unmerged_clusters"]) s.unmerged_clusters = required<unsigned>(m, "unmerged_clusters", "model.");
+        if (m["w_max_by_cluster"]) s.w_max_by_cluster = required<std::vector<int>>(m, "w_max_by_cluster", "model.");
+        const YAML::Node props = root["properties"];
+        if (props && props.IsMap()) {
+            if (const YAML::Node f = props["fairness"])
+                r.bounds.fairness = FairnessBound{required<int>(f, "window", "properties.fairness."),
+                                                  required<int>(f, "epsilon", "properties.fairness.")};
+            if (const YAML::Node x = props["responsiveness"])
+                r.bounds.responsiveness = ResponsivenessBound{required<int>(x, "within", "properties.responsiveness."),
+                                                              required<int>(x, "threshold", "properties.responsiveness.")};
+            if (const YAML::Node a = props["aom"]) r.bounds.aom = AomBound{required<int>(a, "bound", "properties.aom.")};
+        }
+        const YAML::Node steps = root["steps"];
+        if (!steps || !steps.IsSequence()) throw ReplayFileError("missing list steps");
+        for (std::size_t t = 0; t < steps.size(); ++t)
+            r.workload.push_back(required<std::vector<int>>(steps[t], "send", fmt::format("steps[{}].", t)));
+    } catch (const YAML::Exception& e) {
+        throw ReplayFileError(fmt::format("{}: not a counterexample file: {}", source, e.msg));
+    } catch (const ReplayFileError& e) {
+        throw ReplayFileError(fmt::format("{}: {}", source, e.what()));
+    }
+    const SlottedSystem& s = r.system;
+    if (const std::string err = validate(s); !err.empty()) throw ReplayFileError(source + ": " + err);
+    if (static_cast<int>(r.workload.size()) != s.horizon)
+        throw ReplayFileError(fmt::format("{}: the workload has {} steps, model.horizon is {}", source,
+                                          r.workload.size(), s.horizon));
+    for (std::size_t t = 0; t < r.workload.size(); ++t) {
+        if (static_cast<int>(r.workload[t].size()) != s.clusters)
+            throw ReplayFileError(fmt::format("{}: steps[{}].send has {} entries, expected one per cluster ({})", source,
+                                              t, r.workload[t].size(), s.clusters));
+        for (int v : r.workload[t])
+            if (v < 0 || v > s.max_arrivals)
+                throw ReplayFileError(fmt::format("{}: steps[{}].send: {} lies outside [0, model.max_arrivals = {}]",
+                                                  source, t, v, s.max_arrivals));
+    }
+    if (r.bounds.fairness && (r.bounds.fairness->window < 1 || r.bounds.fairness->epsilon < 0))
+        throw ReplayFileError(source + ": properties.fairness needs window >= 1 and epsilon >= 0");
+    if (r.bounds.responsiveness &&
+        (r.bounds.responsiveness->within < 1 || r.bounds.responsiveness->threshold < 1 ||
+         r.bounds.responsiveness->threshold != s.congestion_threshold))
+        throw ReplayFileError(source + ": properties.responsiveness needs within >= 1 and threshold >= 1 equal to "
+                                       "model.congestion_threshold");
+    if (r.bounds.aom && r.bounds.aom->bound < 0) throw ReplayFileError(source + ": properties.aom.bound must be >= 0");
+    return r;
+}
+
+std::string slots_csv(const std::vector<SlotRecord>& slots, const SlotMeasurements& m) {
+    std::string out = "slot,cluster,sent,window,in_flight,served,age,cut,marked,backlogged,depth_end,drops,merges\n";
+    for (std::size_t t = 0; t < slots.size(); ++t) {
+        const SlotRecord& s = slots[t];
+        for (std::size_t c = 0; c < s.served.size(); ++c)
+            out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", t, c, s.sent[c], s.window[c], s.in_flight[c],
+                               s.served[c], t < m.ages.size() ? m.ages[t][c] : 0, s.cut[c] ? 1 : 0,
+                               s.arrival_marked[c] ? 1 : 0, s.backlogged[c] ? 1 : 0, s.depth_end, s.drops, s.merges);
+    }
+    return out;
+}
+
+}  // namespace shesha::sim
