@@ -3,6 +3,8 @@
 // CreditSender, and agrees with the real code step by step on random workloads.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "implementation.h"
@@ -302,4 +304,59 @@ TEST_CASE("verify YAML: per-cluster switch rules and window caps") {
     CHECK(error_of("transport: {w_max_by_cluster: 3}").find("expected a list") != std::string::npos);
     CHECK(error_of("model: {exact_window: maybe}").find("model.exact_window") != std::string::npos);
     CHECK(error_of("transport: {w_max: 4, w_max_by_cluster: [4, 1]}\nmodel: {exact_window: true}").empty());
+}
+
+TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {
+    const std::string dir = SHESHA_VERIFY_EXAMPLES;
+    const VerifyConfig unfair = load_verify_config(dir + "/unfair-windows.yaml");
+    CHECK(unfair.model.w_init == 2);
+    CHECK(unfair.model.w_min == 1);
+    CHECK(unfair.model.w_max == 4);
+    CHECK(unfair.model.w_max_by_cluster == std::vector<int>{4, 1});
+    CHECK(unfair.model.w_init_of(1) == 1);
+    CHECK(unfair.model.gain == 0.0625);
+    const VerifyConfig one = parse_verify_config("worker_configs: [cluster-small.yaml]\nmodel: {clusters: 3}\n", "t.yaml", dir);
+    CHECK(one.model.w_max == 4);
+    CHECK(one.model.w_max_by_cluster.empty());
+    CHECK(one.notes.find("credit timeouts are not modelled") != std::string::npos);
+
+    auto error_of = [&](const std::string& text) {
+        try {
+            parse_verify_config(text, "t.yaml", dir);
+        } catch (const VerifyConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_of("worker_configs: [cluster-small.yaml]\ntransport: {w_max: 4}").find("either transport: or worker_configs:") !=
+          std::string::npos);
+    CHECK(error_of("worker_configs: [cluster-small.yaml, cluster-capped.yaml, cluster-small.yaml]\nmodel: {clusters: 2}")
+              .find("worker_configs: lists 3 files but model.clusters is 2") != std::string::npos);
+    CHECK(error_of("worker_configs: []").find("expected a list of cluster YAML files") != std::string::npos);
+    // The worker's own parser reports a missing file; the key that named it is in the message.
+    const std::string missing = error_of("worker_configs: [nonexistent.yaml]");
+    CHECK(missing.find("worker_configs[0]") != std::string::npos);
+    CHECK(missing.find("nonexistent.yaml") != std::string::npos);
+    // Constants the model shares must agree; a fractional window cannot be modelled.
+    const auto tmp = std::filesystem::temp_directory_path() / "shesha-test-verify-workers";
+    std::filesystem::create_directories(tmp);
+    std::ofstream(tmp / "a.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 1, w_max: 4, gain: 0.0625}\n";
+    std::ofstream(tmp / "b.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 1, w_max: 4, gain: 0.5}\n";
+    std::ofstream(tmp / "c.yaml") << "env: CartPole-v1\ntransport: {w_init: 2.5, w_min: 1, w_max: 4}\n";
+    auto tmp_error = [&](const std::string& text) {
+        try {
+            parse_verify_config(text, "t.yaml", tmp.string());
+        } catch (const VerifyConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(tmp_error("worker_configs: [a.yaml, b.yaml]").find("worker_configs[1]: ") != std::string::npos);
+    CHECK(tmp_error("worker_configs: [a.yaml, b.yaml]").find("must equal those of") != std::string::npos);
+    CHECK(tmp_error("worker_configs: [c.yaml]").find("transport.w_init = 2.5: the verifier needs a whole number") !=
+          std::string::npos);
+    CHECK(tmp_error("worker_configs: [a.yaml, a.yaml]").empty());
+    std::filesystem::remove_all(tmp);
+    // A cluster YAML the worker would reject is rejected here too (good.yaml is not a cluster YAML).
+    CHECK(error_of("worker_configs: [good.yaml]").find("worker_configs[0]") != std::string::npos);
 }

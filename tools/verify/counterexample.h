@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "bounded_model.h"
 #include "verify_config.h"
 
 namespace shesha::verify {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "counterexample.h"
-#include "model.h"
+#include "bounded_model.h"
 #include "verify_config.h"
 
 namespace shesha::verify {

@@ -7,7 +7,7 @@
 
 #include <z3++.h>
 
-#include "model.h"
+#include "bounded_model.h"
 
 namespace shesha::verify {
 namespace {

@@ -1,4 +1,4 @@
-// Z3 side: unrolls the model (model.h) over the horizon with free workloads and checks one
+// Z3 side: unrolls the model (bounded_model.h) over the horizon with free workloads and checks one
 // property; on a counterexample, extracts the workload and the model's trace.
 #pragma once
 

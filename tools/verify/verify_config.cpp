@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "cluster_config.h"
 #include "switch_config.h"
 
 namespace shesha::verify {
@@ -97,7 +100,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         throw VerifyConfigError(fmt::format("{}: YAML syntax error: {}", source, e.msg));
     }
     if (!root || root.IsNull()) throw VerifyConfigError(source + ": empty configuration");
-    r.require_map(root, "", {"switch_config", "switch_port", "transport", "model", "properties"});
+    r.require_map(root, "", {"switch_config", "switch_port", "transport", "worker_configs", "model", "properties"});
 
     VerifyConfig cfg;
     cfg.source = source;
@@ -170,6 +173,67 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         }
     }
 
+    // 2b. Or the workers' own cluster YAML (what shesha-worker reads), one file per cluster or one
+    // for all, parsed by the workers' parser. The model shares every window constant but the cap.
+    if (const YAML::Node list = root["worker_configs"]) {
+        if (root["transport"]) r.fail(list, "worker_configs", "give either transport: or worker_configs:, not both");
+        if (!list.IsSequence() || list.size() == 0) r.fail(list, "worker_configs", "expected a list of cluster YAML files");
+        std::vector<drl::TransportConfig> per_file;
+        std::vector<std::string> names;
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string where = fmt::format("worker_configs[{}]", i);
+            if (!list[i].IsScalar()) r.fail(list[i], where, "expected a file name");
+            std::filesystem::path path = list[i].Scalar();
+            if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
+            try {
+                per_file.push_back(drl::load_cluster_config(path.string()).transport);
+            } catch (const drl::ConfigError& e) {
+                r.fail(list[i], where, e.what());
+            }
+            names.push_back(path.string());
+        }
+        auto whole = [&](double v, std::size_t i, const char* key) {
+            if (v != std::floor(v) || v > 1024)
+                r.fail(list[i], fmt::format("worker_configs[{}]", i),
+                       fmt::format("{}: transport.{} = {}: the verifier needs a whole number of chunks up to 1024 "
+                                   "(docs/verification.md)", names[i], key, v));
+            return static_cast<int>(v);
+        };
+        const drl::TransportConfig& t0 = per_file.front();
+        // A cluster starts at min(w_init, its cap) (ModelParams::w_init_of): w_init is the largest.
+        std::size_t widest = 0;
+        for (std::size_t i = 0; i < per_file.size(); ++i)
+            if (per_file[i].w_init > per_file[widest].w_init) widest = i;
+        m.w_init = whole(per_file[widest].w_init, widest, "w_init");
+        m.w_min = whole(t0.w_min, 0, "w_min");
+        m.additive_increase = whole(t0.additive_increase, 0, "additive_increase");
+        m.gain = t0.gain;
+        m.alpha_init = t0.alpha_init;
+        int cap_max = 0;
+        std::vector<int> caps;
+        for (std::size_t i = 0; i < per_file.size(); ++i) {
+            const drl::TransportConfig& t = per_file[i];
+            if (t.w_init != std::min<double>(m.w_init, t.w_max) || t.w_min != t0.w_min || t.additive_increase != t0.additive_increase ||
+                t.gain != t0.gain || t.alpha_init != t0.alpha_init)
+                r.fail(list[i], fmt::format("worker_configs[{}]", i),
+                       fmt::format("{}: transport.w_min, additive_increase, gain and alpha_init must equal those of "
+                                   "{}, and w_init must be min({}, w_max) (the model shares them; only w_max may "
+                                   "differ per cluster)", names[i], names[0], m.w_init));
+            caps.push_back(whole(t.w_max, i, "w_max"));
+            cap_max = std::max(cap_max, caps.back());
+            if (t.credit_timeout_ms != 0 && i == 0)
+                cfg.notes += "note: credit timeouts are not modelled (the model has no losses to recover)\n";
+        }
+        m.w_max = cap_max;
+        if (caps.size() > 1 && std::any_of(caps.begin(), caps.end(), [&](int c) { return c != cap_max; }))
+            m.w_max_by_cluster = caps;
+        cfg.notes += fmt::format("window constants from {}: w_init {}, w_min {}, w_max {}, additive increase {}\n",
+                                 fmt::join(names, ", "), m.w_init, m.w_min,
+                                 m.w_max_by_cluster.empty() ? std::to_string(m.w_max)
+                                                            : fmt::format("[{}]", fmt::join(m.w_max_by_cluster, ", ")),
+                                 m.additive_increase);
+    }
+
     // 3. The verifier's bounds; queue_packets / mark_depth / aggregation / feedback override the switch.
     if (const YAML::Node n = root["model"]) {
         r.require_map(n, "model", {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
@@ -196,6 +260,11 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         if (n["aggregation"]) m.aggregation = r.boolean(n["aggregation"], "model.aggregation");
         if (n["exact_window"]) m.exact_window = r.boolean(n["exact_window"], "model.exact_window");
     }
+    if (const YAML::Node list = root["worker_configs"]; list && list.size() > 1 &&
+                                                         static_cast<int>(list.size()) != m.clusters)
+        r.fail(list, "worker_configs",
+               fmt::format("lists {} files but model.clusters is {}: give one file per cluster, or one for all",
+                           list.size(), m.clusters));
     if (has_cluster_rules) {
         m.unmerged_clusters &= (1u << m.clusters) - 1;
         std::string unmerged;
