@@ -48,6 +48,16 @@ std::vector<std::vector<int>> random_workload(std::mt19937& rng, const ModelPara
     return w;
 }
 
+// The message parse_verify_config throws for this YAML (base_dir resolves file names), or "".
+std::string config_error(const std::string& text, const std::string& base_dir) {
+    try {
+        parse_verify_config(text, "t.yaml", base_dir);
+    } catch (const VerifyConfigError& e) {
+        return e.what();
+    }
+    return {};
+}
+
 }  // namespace
 
 TEST_CASE("the known-good configuration verifies responsiveness and AoM") {
@@ -170,14 +180,7 @@ TEST_CASE("verify YAML: values from the switch config, strict keys, clear errors
     CHECK(cfg.model.w_max == 4);
     REQUIRE(cfg.responsiveness);
     CHECK(cfg.responsiveness->threshold == 2);  // defaults to the switch's marking depth
-    auto error_of = [](const std::string& text) {
-        try {
-            parse_verify_config(text, "t.yaml", ".");
-        } catch (const VerifyConfigError& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    auto error_of = [&](const std::string& text) { return config_error(text, "."); };
     CHECK(error_of("model: {horizon: 5, speed: 3}").find("model.speed: unknown key") != std::string::npos);
     CHECK(error_of("model: {horizon: 2.5}").find("model.horizon: expected an integer") != std::string::npos);
     CHECK(error_of("transport: {w_max: 2.5}").find("transport.w_max: the verifier needs a whole number") !=
@@ -290,14 +293,7 @@ TEST_CASE("verify YAML: per-cluster switch rules and window caps") {
     CHECK(cfg.model.unmerged_clusters == 6u);
     CHECK(cfg.notes.find("never merged") != std::string::npos);
     CHECK(load_verify_config(dir + "/good.yaml").model.unmerged_clusters == 0u);  // no rules: all merge
-    auto error_of = [&](const std::string& text) {
-        try {
-            parse_verify_config(text, "t.yaml", dir);
-        } catch (const VerifyConfigError& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    auto error_of = [&](const std::string& text) { return config_error(text, dir); };
     CHECK(error_of("transport: {w_max: 4, w_max_by_cluster: [4, 5]}").find("w_max_by_cluster") != std::string::npos);
     CHECK(error_of("transport: {w_max_by_cluster: [2, 2, 2]}\nmodel: {clusters: 2}").find("more entries") !=
           std::string::npos);
@@ -320,14 +316,7 @@ TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {
     CHECK(one.model.w_max_by_cluster.empty());
     CHECK(one.notes.find("credit timeouts are not modelled") != std::string::npos);
 
-    auto error_of = [&](const std::string& text) {
-        try {
-            parse_verify_config(text, "t.yaml", dir);
-        } catch (const VerifyConfigError& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    auto error_of = [&](const std::string& text) { return config_error(text, dir); };
     CHECK(error_of("worker_configs: [cluster-small.yaml]\ntransport: {w_max: 4}").find("either transport: or worker_configs:") !=
           std::string::npos);
     CHECK(error_of("worker_configs: [cluster-small.yaml, cluster-capped.yaml, cluster-small.yaml]\nmodel: {clusters: 2}")
@@ -343,14 +332,7 @@ TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {
     std::ofstream(tmp / "a.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 1, w_max: 4, gain: 0.0625}\n";
     std::ofstream(tmp / "b.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 1, w_max: 4, gain: 0.5}\n";
     std::ofstream(tmp / "c.yaml") << "env: CartPole-v1\ntransport: {w_init: 2.5, w_min: 1, w_max: 4}\n";
-    auto tmp_error = [&](const std::string& text) {
-        try {
-            parse_verify_config(text, "t.yaml", tmp.string());
-        } catch (const VerifyConfigError& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    auto tmp_error = [&](const std::string& text) { return config_error(text, tmp.string()); };
     CHECK(tmp_error("worker_configs: [a.yaml, b.yaml]").find("worker_configs[1]: ") != std::string::npos);
     CHECK(tmp_error("worker_configs: [a.yaml, b.yaml]").find("must equal those of") != std::string::npos);
     CHECK(tmp_error("worker_configs: [c.yaml]").find("transport.w_init = 2.5: the verifier needs a whole number") !=
