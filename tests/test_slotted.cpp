@@ -182,20 +182,25 @@ TEST_CASE("replay files: parsed, and errors name the key") {
         }
         return std::string("no error");
     };
-    std::string t = kReplay;
-    CHECK(error_of(t.replace(t.find("\"gain\": 0.0625,"), 15, "")) == "x.json: missing key model.gain");
-    t = kReplay;
-    CHECK(error_of(t.replace(t.find("\"horizon\": 2"), 12, "\"horizon\": \"two\"")) ==
-          "x.json: key model.horizon: wrong type");
-    t = kReplay;
-    CHECK(error_of(t.replace(t.find("[0, 0]"), 6, "[0]")) ==
-          "x.json: steps[1].send has 1 entries, expected one per cluster (2)");
-    t = kReplay;
-    CHECK(error_of(t.replace(t.find("\"horizon\": 2"), 12, "\"horizon\": 3")) ==
-          "x.json: the workload has 2 steps, model.horizon is 3");
-    t = kReplay;
-    CHECK(error_of(t.replace(t.find("\"queue_packets\": 4"), 18, "\"queue_packets\": 3")) ==
-          "x.json: queue_packets must be a power of two >= 1 (the real queue rounds up)");
+    // Each row: a piece of the valid file, its replacement, the whole message.
+    const struct {
+        const char* from;
+        const char* to;
+        const char* message;
+    } edits[] = {
+        {"\"gain\": 0.0625,", "", "x.json: missing key model.gain"},
+        {"\"horizon\": 2", "\"horizon\": \"two\"", "x.json: key model.horizon: wrong type"},
+        {"[0, 0]", "[0]", "x.json: steps[1].send has 1 entries, expected one per cluster (2)"},
+        {"\"horizon\": 2", "\"horizon\": 3", "x.json: the workload has 2 steps, model.horizon is 3"},
+        {"\"queue_packets\": 4", "\"queue_packets\": 3",
+         "x.json: queue_packets must be a power of two >= 1 (the real queue rounds up)"},
+        {"[2, 2]", "[2, 3]", "x.json: steps[0].send: 3 lies outside [0, model.max_arrivals = 2]"},
+    };
+    for (const auto& e : edits) {
+        std::string t = kReplay;
+        t.replace(t.find(e.from), std::string(e.from).size(), e.to);
+        CHECK(error_of(t) == e.message);
+    }
     CHECK(error_of("[1, 2]").find("expected a JSON object") != std::string::npos);
     CHECK(error_of("{\"property\": ").find("not a counterexample file") != std::string::npos);
 }
