@@ -124,8 +124,9 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
 }
 
 TEST_CASE("cluster config: errors name the file, line and key") {
-    CHECK(error_of("env: CartPole-v1\nmodle: {}\n") == "test.yaml:2:1: modle: unknown key 'modle'; expected one of: "
-                                                        "env, model, a3c, optimizer, transport, learner, worker, udp_port, seed");
+    CHECK(error_of("env: CartPole-v1\nmodle: {}\n") ==
+          "test.yaml:2:1: modle: unknown key 'modle' (did you mean 'model'?); expected one of: "
+          "env, model, a3c, optimizer, transport, learner, worker, udp_port, seed");
     CHECK(error_of("env: CartPole-v1\na3c:\n  gamma: 1.5\n") == "test.yaml:3:10: a3c.gamma: expected a number in [0, 1], got '1.5'");
     CHECK(error_of("env: CartPole-v1\ntransport: {chunk_elems: 4096}\n") ==
           "test.yaml:2:26: transport.chunk_elems: expected an integer in 1..2048, got 4096");
@@ -140,7 +141,7 @@ TEST_CASE("cluster config: errors name the file, line and key") {
     CHECK(error_of("env: CartPole-v1\ntransport: {w_min: 8, w_max: 4}\n") ==
           "test.yaml:2:30: transport.w_max: expected w_min <= w_max, got w_min 8 and w_max 4");
     CHECK(error_of("env: CartPole-v1\nudp_port: 0x10\n") == "test.yaml:2:11: udp_port: expected an integer in 1..65535, got '0x10'");
-    CHECK(error_of("env: CartPole-v1\nenv: Acrobot-v1\n") == "test.yaml:2:1: env: duplicate key 'env'");
+    CHECK(error_of("env: CartPole-v1\nenv: Acrobot-v1\n") == "test.yaml:2:1: env: duplicate key 'env' (first given on line 1)");
     CHECK(error_of("env: [CartPole\n").rfind("test.yaml:", 0) == 0);
 }
 

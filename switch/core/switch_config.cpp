@@ -1,19 +1,17 @@
 // Strict YAML reader for the shesha-switch configuration. The schema is documented key by key in
 // configs/switch-*.yaml; this file is its single source of truth for names, types and ranges.
 //
-// Every error is a ConfigError "FILE:LINE:COL: KEY.PATH: what was expected, got what". Scalars are
-// read from their text (never through yaml-cpp's lenient conversions), so "0x10", "1e3", "-1" or
-// "10 G" are rejected instead of being silently reinterpreted.
+// Every error is a ConfigError "FILE:LINE:COL: KEY.PATH: what was expected, got what", from the
+// shared strict reader (common/strict_yaml.h); rates and byte sizes are read as strictly, so "10 G"
+// is rejected instead of being silently reinterpreted.
 #include "switch_config.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -22,8 +20,17 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "strict_yaml.h"
+
 namespace shesha::core {
 namespace {
+
+using yaml::describe;
+using yaml::lowercase;
+using yaml::MapView;
+using yaml::Reader;
+using yaml::trim;
+using yaml::Value;
 
 // ---------------------------------------------------------------------------------------------
 // Limits. Kept here, next to the reader, so the error messages and the checks cannot disagree.
@@ -34,18 +41,6 @@ constexpr std::uint32_t kMaxQueuePackets = 65536;
 constexpr std::uint32_t kMaxVersionTolerance = 16;    // the queue's merge window is at most 16 versions
 constexpr std::uint64_t kMinRateBps = 1000;
 constexpr std::uint64_t kMaxRateBps = 1'000'000'000'000ULL;  // 1 Tbit/s
-
-std::string lowercase(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
 
 // A non-negative decimal number with an optional fraction ("1.5"), times a multiplier, exactly.
 // nullopt if the text is not such a number, the result is not a whole number, or it overflows.
@@ -102,22 +97,6 @@ std::string format_bytes(std::uint64_t bytes) {
     return std::to_string(bytes);
 }
 
-// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
-// neighbouring characters ("burts" is one step from "burst").
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    }
-    return d[a.size()][b.size()];
-}
-
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
     std::string out;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -128,208 +107,34 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A YAML value with the key path that led to it and the best source position for messages.
-struct Value {
-    YAML::Node node;
-    std::string path;   // "ports[1].shaper.rate"; empty for the document root
-    YAML::Mark mark;    // the value's position, or its key's when the value is empty
-};
+// Switch-specific scalars on top of the shared strict reader.
 
-std::string child_path(const std::string& parent, std::string_view key) {
-    return parent.empty() ? std::string(key) : fmt::format("{}.{}", parent, key);
+std::uint64_t read_rate(const Reader& r, const Value& v, std::uint64_t lo, std::uint64_t hi) {
+    const std::string expected = fmt::format(
+        "expected a rate like 10G, 250M or 1000000 (bits/s): 0 (unshaped) or {}..{}", format_rate(lo), format_rate(hi));
+    if (!v.node.IsScalar()) r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+    std::uint64_t bps = 0;
+    try {
+        bps = parse_rate_bps(v.node.Scalar());
+    } catch (const ConfigError&) {
+        r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+    }
+    if (bps != 0 && (bps < lo || bps > hi)) r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+    return bps;
 }
 
-std::string index_path(const std::string& parent, std::size_t i) {
-    return fmt::format("{}[{}]", parent, i);
-}
-
-// What a value looks like, for "got ..." in messages.
-std::string describe(const YAML::Node& n) {
-    switch (n.Type()) {
-        case YAML::NodeType::Null: return "nothing";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Map: return "a mapping";
-        case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
-        default: return "an undefined value";
+std::uint64_t read_bytes(const Reader& r, const Value& v, std::uint64_t lo, std::uint64_t hi) {
+    const std::string expected = fmt::format(
+        "expected a byte size like 16384, 64K or 4MiB in {}..{}", format_bytes(lo), format_bytes(hi));
+    if (!v.node.IsScalar()) r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+    std::uint64_t n = 0;
+    try {
+        n = parse_byte_size(v.node.Scalar());
+    } catch (const ConfigError&) {
+        r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
     }
-}
-
-class Reader;
-
-// A mapping whose keys were all checked against the allowed set (no unknown, no duplicate).
-class MapView {
-public:
-    std::optional<Value> get(std::string_view key) const {
-        for (const Entry& e : entries_)
-            if (e.name == key) return e.value;
-        return std::nullopt;
-    }
-    Value require(std::string_view key) const;
-    const std::string& path() const { return path_; }
-    const YAML::Mark& mark() const { return mark_; }
-
-private:
-    friend class Reader;
-    const Reader* reader_ = nullptr;
-    std::string path_;
-    YAML::Mark mark_;
-    struct Entry {
-        std::string name;
-        YAML::Mark key_mark;
-        Value value;
-    };
-    std::vector<Entry> entries_;
-};
-
-class Reader {
-public:
-    explicit Reader(std::string source) : source_(std::move(source)) {}
-
-    [[noreturn]] void fail(const YAML::Mark& mark, const std::string& path, std::string_view what) const {
-        const std::string where = path.empty() ? std::string("(top level)") : path;
-        if (mark.line >= 0)
-            throw ConfigError(fmt::format("{}:{}:{}: {}: {}", source_, mark.line + 1, mark.column + 1, where, what));
-        throw ConfigError(fmt::format("{}: {}: {}", source_, where, what));
-    }
-    [[noreturn]] void fail(const Value& v, std::string_view what) const { fail(v.mark, v.path, what); }
-
-    // An empty value (a section written with nothing after the colon) reads as an empty mapping.
-    MapView map(const Value& v, std::initializer_list<std::string_view> allowed) const {
-        MapView view;
-        view.reader_ = this;
-        view.path_ = v.path;
-        view.mark_ = v.mark;
-        if (v.node.IsNull()) return view;
-        if (!v.node.IsMap()) fail(v, fmt::format("expected a mapping with keys {}, got {}", list_keys(allowed), describe(v.node)));
-        for (const auto& pair : v.node) {  // range-for: it->first trips GCC 12's -Wdangling-pointer
-            const YAML::Node& key = pair.first;
-            if (!key.IsScalar())
-                fail(key.Mark(), v.path, fmt::format("expected a key name, got {}", describe(key)));
-            const std::string& name = key.Scalar();
-            const std::string path = child_path(v.path, name);
-            if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-                fail(key.Mark(), path, unknown_key_message(name, allowed));
-            if (auto first = std::find_if(view.entries_.begin(), view.entries_.end(),
-                                          [&](const MapView::Entry& e) { return e.name == name; });
-                first != view.entries_.end())
-                fail(key.Mark(), path, fmt::format("duplicate key '{}' (first given on line {})", name,
-                                                   first->key_mark.line + 1));
-            const YAML::Node& value = pair.second;
-            const YAML::Mark value_mark = value.IsNull() ? key.Mark() : value.Mark();
-            view.entries_.push_back(MapView::Entry{name, key.Mark(), Value{value, path, value_mark}});
-        }
-        return view;
-    }
-
-    // An empty value reads as an empty list.
-    std::vector<Value> list(const Value& v, std::string_view what_items) const {
-        std::vector<Value> out;
-        if (v.node.IsNull()) return out;
-        if (!v.node.IsSequence()) fail(v, fmt::format("expected a list of {}, got {}", what_items, describe(v.node)));
-        for (const YAML::Node& item : v.node)
-            out.push_back(Value{item, index_path(v.path, out.size()), item.IsNull() ? v.mark : item.Mark()});
-        return out;
-    }
-
-    std::uint64_t uint(const Value& v, std::uint64_t lo, std::uint64_t hi) const {
-        const std::string expected = fmt::format("expected an integer in {}..{}", lo, hi);
-        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        const std::string_view text = trim(v.node.Scalar());
-        std::uint64_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        if (value < lo || value > hi) fail(v, fmt::format("{}, got {}", expected, value));
-        return value;
-    }
-
-    bool boolean(const Value& v) const {
-        if (v.node.IsScalar()) {
-            const std::string text = lowercase(trim(v.node.Scalar()));
-            if (text == "true" || text == "yes" || text == "on") return true;
-            if (text == "false" || text == "no" || text == "off") return false;
-        }
-        fail(v, fmt::format("expected true or false, got {}", describe(v.node)));
-    }
-
-    std::string string(const Value& v, std::string_view what, bool allow_empty = false) const {
-        if (!v.node.IsScalar() || (!allow_empty && v.node.Scalar().empty()))
-            fail(v, fmt::format("expected {}, got {}", what, describe(v.node)));
-        return v.node.Scalar();
-    }
-
-    // One of a few words; returns its index in choices.
-    std::size_t choice(const Value& v, std::initializer_list<std::string_view> choices) const {
-        std::vector<std::string> words(choices.begin(), choices.end());
-        if (v.node.IsScalar()) {
-            const std::string text = lowercase(trim(v.node.Scalar()));
-            for (std::size_t i = 0; i < words.size(); ++i)
-                if (text == words[i]) return i;
-        }
-        fail(v, fmt::format("expected {}, got {}", join(words, " or "), describe(v.node)));
-    }
-
-    std::uint64_t rate(const Value& v, std::uint64_t lo, std::uint64_t hi) const {
-        const std::string expected = fmt::format(
-            "expected a rate like 10G, 250M or 1000000 (bits/s): 0 (unshaped) or {}..{}", format_rate(lo), format_rate(hi));
-        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        std::uint64_t bps = 0;
-        try {
-            bps = parse_rate_bps(v.node.Scalar());
-        } catch (const ConfigError&) {
-            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        }
-        if (bps != 0 && (bps < lo || bps > hi)) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        return bps;
-    }
-
-    std::uint64_t bytes(const Value& v, std::uint64_t lo, std::uint64_t hi) const {
-        const std::string expected = fmt::format(
-            "expected a byte size like 16384, 64K or 4MiB in {}..{}", format_bytes(lo), format_bytes(hi));
-        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        std::uint64_t n = 0;
-        try {
-            n = parse_byte_size(v.node.Scalar());
-        } catch (const ConfigError&) {
-            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        }
-        if (n < lo || n > hi) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        return n;
-    }
-
-private:
-    static std::string list_keys(std::initializer_list<std::string_view> allowed) {
-        std::vector<std::string> keys(allowed.begin(), allowed.end());
-        return join(keys, ", ");
-    }
-
-    static std::string unknown_key_message(const std::string& name, std::initializer_list<std::string_view> allowed) {
-        // Suggest the closest allowed key if it is a plausible typo, or one that contains the given
-        // name ("tolerance" -> "version_tolerance").
-        const std::string lower = lowercase(name);
-        std::string best;
-        std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-        for (std::string_view candidate : allowed) {
-            std::size_t d = edit_distance(lower, candidate);
-            if (d > std::max<std::size_t>(1, candidate.size() / 3) &&
-                !(lower.size() >= 4 && candidate.find(lower) != std::string_view::npos))
-                continue;
-            if (d < best_distance) {
-                best_distance = d;
-                best = std::string(candidate);
-            }
-        }
-        const bool close = !best.empty();
-        return fmt::format("unknown key '{}'{}; expected one of: {}", name,
-                           close ? fmt::format(" (did you mean '{}'?)", best) : std::string(), list_keys(allowed));
-    }
-
-    std::string source_;
-};
-
-Value MapView::require(std::string_view key) const {
-    if (auto v = get(key)) return *v;
-    reader_->fail(mark_, path_, fmt::format("missing required key '{}'", key));
+    if (n < lo || n > hi) r.fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
+    return n;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,13 +172,13 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
     if (auto x = map.get("tx_desc")) p.tx_desc = static_cast<std::uint16_t>(r.uint(*x, 32, 32768));
     if (auto x = map.get("shaper")) {
         const MapView shaper = r.map(*x, {"rate", "burst_bytes"});
-        if (auto y = shaper.get("rate")) p.shaper.rate_bps = r.rate(*y, kMinRateBps, kMaxRateBps);
-        if (auto y = shaper.get("burst_bytes")) p.shaper.burst_bytes = static_cast<std::uint32_t>(r.bytes(*y, 64, 256ULL << 20));
+        if (auto y = shaper.get("rate")) p.shaper.rate_bps = read_rate(r, *y, kMinRateBps, kMaxRateBps);
+        if (auto y = shaper.get("burst_bytes")) p.shaper.burst_bytes = static_cast<std::uint32_t>(read_bytes(r, *y, 64, 256ULL << 20));
     }
     if (auto x = map.get("queue")) {
         const MapView queue = r.map(*x, {"packets", "bytes"});
         if (auto y = queue.get("packets")) p.queue_packets = static_cast<std::uint32_t>(r.uint(*y, 1, kMaxQueuePackets));
-        if (auto y = queue.get("bytes")) p.queue_bytes = r.bytes(*y, 2048, 1ULL << 30);
+        if (auto y = queue.get("bytes")) p.queue_bytes = read_bytes(r, *y, 2048, 1ULL << 30);
     }
     if (auto x = map.get("marking")) {
         p.marking = read_marking(r, *x, marking_defaults);
@@ -574,9 +379,13 @@ SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string
     const Reader reader(source);
     if (docs.empty() || docs[0].IsNull())
         throw ConfigError(fmt::format("{}: the configuration is empty; expected a mapping with at least 'ports'", source));
-    if (docs.size() > 1)
-        reader.fail(docs[1].Mark(), "", fmt::format("expected one YAML document, got {} (remove the '---' separator)", docs.size()));
-    return read_config(reader, Value{docs[0], "", docs[0].Mark()});
+    try {
+        if (docs.size() > 1)
+            reader.fail(docs[1].Mark(), "", fmt::format("expected one YAML document, got {} (remove the '---' separator)", docs.size()));
+        return read_config(reader, reader.root(docs[0]));
+    } catch (const yaml::Error& e) {
+        throw ConfigError(e.what());
+    }
 }
 
 SwitchConfig load_switch_config(const std::string& path) {

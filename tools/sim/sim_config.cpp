@@ -5,14 +5,15 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
-#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "strict_yaml.h"
 
 namespace shesha::sim {
 namespace {
@@ -26,29 +27,24 @@ struct FlatValue {
     throw ConfigError(fmt::format("{}: key '{}': {} (got '{}')", v.where, key, what, v.text));
 }
 
+// The scalar grammar is the shared strict reader's; the messages are the simulator's own, since
+// --set values have no YAML position.
 std::uint64_t parse_uint(const std::string& key, const FlatValue& v, std::uint64_t lo, std::uint64_t hi) {
-    std::uint64_t x = 0;
-    const char* b = v.text.data();
-    const char* e = b + v.text.size();
-    auto [p, ec] = std::from_chars(b, e, x);
-    if (ec != std::errc{} || p != e || v.text.empty()) fail(key, v, "expected an unsigned integer");
-    if (x < lo || x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
-    return x;
+    const std::optional<std::uint64_t> x = yaml::parse_uint(v.text);
+    if (!x) fail(key, v, "expected an unsigned integer");
+    if (*x < lo || *x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
+    return *x;
 }
 
 double parse_double(const std::string& key, const FlatValue& v, double lo, double hi) {
-    double x = 0;
-    const char* b = v.text.data();
-    const char* e = b + v.text.size();
-    auto [p, ec] = std::from_chars(b, e, x);
-    if (ec != std::errc{} || p != e || v.text.empty() || !std::isfinite(x)) fail(key, v, "expected a number");
-    if (x < lo || x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
-    return x;
+    const std::optional<double> x = yaml::parse_number(v.text);
+    if (!x) fail(key, v, "expected a number");
+    if (*x < lo || *x > hi) fail(key, v, fmt::format("must lie in [{}, {}]", lo, hi));
+    return *x;
 }
 
 bool parse_bool(const std::string& key, const FlatValue& v) {
-    if (v.text == "true" || v.text == "on" || v.text == "yes") return true;
-    if (v.text == "false" || v.text == "off" || v.text == "no") return false;
+    if (const std::optional<bool> x = yaml::parse_bool(v.text)) return *x;
     fail(key, v, "expected true or false");
 }
 

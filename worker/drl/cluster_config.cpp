@@ -2,10 +2,6 @@
 // types and ranges of its keys (configs/cluster-cartpole.yaml documents them).
 #include "cluster_config.h"
 
-#include <algorithm>
-#include <cctype>
-#include <charconv>
-#include <cmath>
 #include <fstream>
 #include <initializer_list>
 #include <optional>
@@ -17,145 +13,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include "envs/registry.h"
+#include "strict_yaml.h"
 
 namespace shesha::drl {
 namespace {
 
-std::string lowercase(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-std::string join(std::initializer_list<std::string_view> items) {
-    std::string out;
-    for (std::string_view item : items) {
-        if (!out.empty()) out += ", ";
-        out += item;
-    }
-    return out;
-}
-
-std::string describe(const YAML::Node& n) {
-    switch (n.Type()) {
-        case YAML::NodeType::Null: return "nothing";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Map: return "a mapping";
-        case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
-        default: return "an undefined value";
-    }
-}
-
-// A YAML value with the key path that led to it and its source position.
-struct Value {
-    YAML::Node node;
-    std::string path;
-    YAML::Mark mark;
-};
-
-class Reader;
-
-// A mapping whose keys were all checked against the allowed set (no unknown, no duplicate).
-class MapView {
-public:
-    std::optional<Value> get(std::string_view key) const {
-        for (const auto& [name, value] : entries_)
-            if (name == key) return value;
-        return std::nullopt;
-    }
-
-private:
-    friend class Reader;
-    std::vector<std::pair<std::string, Value>> entries_;
-};
-
-class Reader {
-public:
-    explicit Reader(std::string source) : source_(std::move(source)) {}
-
-    [[noreturn]] void fail(const YAML::Mark& mark, const std::string& path, std::string_view what) const {
-        const std::string where = path.empty() ? std::string("(top level)") : path;
-        if (mark.line >= 0)
-            throw ConfigError(fmt::format("{}:{}:{}: {}: {}", source_, mark.line + 1, mark.column + 1, where, what));
-        throw ConfigError(fmt::format("{}: {}: {}", source_, where, what));
-    }
-    [[noreturn]] void fail(const Value& v, std::string_view what) const { fail(v.mark, v.path, what); }
-
-    MapView map(const Value& v, std::initializer_list<std::string_view> allowed) const {
-        MapView view;
-        if (v.node.IsNull()) return view;
-        if (!v.node.IsMap()) fail(v, fmt::format("expected a mapping with keys {}, got {}", join(allowed), describe(v.node)));
-        for (const auto& pair : v.node) {
-            const YAML::Node& key = pair.first;
-            if (!key.IsScalar()) fail(key.Mark(), v.path, fmt::format("expected a key name, got {}", describe(key)));
-            const std::string& name = key.Scalar();
-            const std::string path = v.path.empty() ? name : v.path + "." + name;
-            if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-                fail(key.Mark(), path, fmt::format("unknown key '{}'; expected one of: {}", name, join(allowed)));
-            if (view.get(name)) fail(key.Mark(), path, fmt::format("duplicate key '{}'", name));
-            const YAML::Node& value = pair.second;
-            view.entries_.emplace_back(name, Value{value, path, value.IsNull() ? key.Mark() : value.Mark()});
-        }
-        return view;
-    }
-
-    std::uint64_t uint(const Value& v, std::uint64_t lo, std::uint64_t hi) const {
-        const std::string expected = fmt::format("expected an integer in {}..{}", lo, hi);
-        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        const std::string_view text = trim(v.node.Scalar());
-        std::uint64_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        if (value < lo || value > hi) fail(v, fmt::format("{}, got {}", expected, value));
-        return value;
-    }
-
-    // A finite decimal number (1e-3 and 0.0007 both accepted) in [lo, hi].
-    double number(const Value& v, double lo, double hi) const {
-        const std::string expected = fmt::format("expected a number in [{}, {}]", lo, hi);
-        if (!v.node.IsScalar()) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        const std::string_view text = trim(v.node.Scalar());
-        double value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
-            fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        if (value < lo || value > hi) fail(v, fmt::format("{}, got {}", expected, describe(v.node)));
-        return value;
-    }
-
-    bool boolean(const Value& v) const {
-        if (v.node.IsScalar()) {
-            const std::string text = lowercase(trim(v.node.Scalar()));
-            if (text == "true" || text == "yes" || text == "on") return true;
-            if (text == "false" || text == "no" || text == "off") return false;
-        }
-        fail(v, fmt::format("expected true or false, got {}", describe(v.node)));
-    }
-
-    std::size_t choice(const Value& v, std::initializer_list<std::string_view> choices) const {
-        if (v.node.IsScalar()) {
-            const std::string text = lowercase(trim(v.node.Scalar()));
-            std::size_t i = 0;
-            for (std::string_view c : choices) {
-                if (text == c) return i;
-                ++i;
-            }
-        }
-        std::string words;
-        for (std::string_view c : choices) words += (words.empty() ? "" : " or ") + std::string(c);
-        fail(v, fmt::format("expected {}, got {}", words, describe(v.node)));
-    }
-
-private:
-    std::string source_;
-};
+using yaml::describe;
+using yaml::MapView;
+using yaml::Reader;
+using yaml::Value;
 
 constexpr std::uint32_t kMaxMs = 3'600'000;  // one hour: any cadence beyond that is a typo
 
@@ -253,7 +119,8 @@ void read_worker(const Reader& r, const Value& v, WorkerConfig& w) {
 
 }  // namespace
 
-ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source) {
+// The shared reader's errors leave as this parser's own ConfigError.
+ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::string& source) try {
     const Reader r(source);
     YAML::Node root;
     try {
@@ -263,7 +130,7 @@ ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::stri
     }
     ClusterConfig c;
     c.source = source;
-    const Value top{root, "", root.Mark()};
+    const Value top = r.root(root);
     if (!root.IsMap()) r.fail(top, fmt::format("expected a mapping with keys env, model, a3c, ...; got {}", describe(root)));
     const MapView map = r.map(top, {"env", "model", "a3c", "optimizer", "transport", "learner", "worker", "udp_port", "seed"});
     const auto env = map.get("env");
@@ -287,6 +154,8 @@ ClusterConfig parse_cluster_config(const std::string& yaml_text, const std::stri
     if (auto x = map.get("udp_port")) c.udp_port = static_cast<std::uint16_t>(r.uint(*x, 1, 65535));
     if (auto x = map.get("seed")) c.seed = r.uint(*x, 0, UINT64_MAX);
     return c;
+} catch (const yaml::Error& e) {
+    throw ConfigError(e.what());
 }
 
 ClusterConfig load_cluster_config(const std::string& path) {
