@@ -209,7 +209,16 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
         float scale = 1.0F / static_cast<float>(h.contrib_count);
         if (config_.learner.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
         const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
-        optimizers_[h.chunk_index]->apply(params, slice, scale);
+        // A merged chunk is the sum of contrib_count updates: apply their average once, or once
+        // per contribution (merged_steps: per_contribution), bounded so that a forged count
+        // cannot buy unbounded work.
+        std::uint32_t steps = 1;
+        if (config_.learner.merged_steps == drl::MergedSteps::PerContribution) {
+            steps = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
+            if (h.contrib_count > drl::kMaxStepsPerChunk) ++c_.steps_capped;
+        }
+        for (std::uint32_t i = 0; i < steps; ++i) optimizers_[h.chunk_index]->apply(params, slice, scale);
+        c_.optimizer_steps += steps;
         ++c_.chunks_applied;
         c_.contributions_applied += h.contrib_count;
         if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;

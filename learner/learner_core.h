@@ -43,6 +43,8 @@ struct LearnerCounters {
     std::uint64_t gradient_chunks = 0;       // decoded GRADIENT messages (any cluster)
     std::uint64_t chunks_applied = 0;
     std::uint64_t contributions_applied = 0; // sum of contrib_count over applied chunks
+    std::uint64_t optimizer_steps = 0;       // one per applied chunk, or per contribution (merged_steps)
+    std::uint64_t steps_capped = 0;          // chunks with more contributions than kMaxStepsPerChunk
     std::uint64_t merged_chunks = 0;         // applied chunks with the MERGED flag (in-network)
     std::uint64_t sender_merged_chunks = 0;  // applied chunks with SENDER_MERGED
     std::uint64_t ce_chunks = 0;             // applied or not, chunks carrying CE

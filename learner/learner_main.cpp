@@ -172,6 +172,8 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     j.field("received", c.gradient_chunks);
     j.field("applied", c.chunks_applied);
     j.field("contributions", c.contributions_applied);
+    j.field("optimizer_steps", c.optimizer_steps);
+    j.field("steps_capped", c.steps_capped);
     j.field("merged", c.merged_chunks);
     j.field("sender_merged", c.sender_merged_chunks);
     j.field("ce_marked", c.ce_chunks);

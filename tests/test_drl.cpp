@@ -77,7 +77,8 @@ struct LearnerFixture {
     std::vector<Sent> sent;
     std::unique_ptr<learner::LearnerCore> core;
 
-    explicit LearnerFixture(bool staleness_scaling = false) {
+    explicit LearnerFixture(bool staleness_scaling = false, drl::MergedSteps merged = drl::MergedSteps::One) {
+        config.learner.merged_steps = merged;
         config.transport.chunk_elems = 4;
         config.optimizer.kind = rl::OptimizerKind::Sgd;
         config.optimizer.learning_rate = 0.5F;
@@ -117,6 +118,11 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     const drl::ClusterConfig minimal = drl::parse_cluster_config("env: Pendulum-v1\n", "m.yaml");
     CHECK(minimal.transport.w_init == 16);
     CHECK(minimal.learner.eval_episodes == 10);
+    CHECK(minimal.learner.merged_steps == drl::MergedSteps::One);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {merged_steps: per_contribution}\n", "m.yaml")
+              .learner.merged_steps == drl::MergedSteps::PerContribution);
+    CHECK(error_of("env: CartPole-v1\nlearner: {merged_steps: twice}\n").find("learner.merged_steps") !=
+          std::string::npos);
     const transport::SenderConfig sc = drl::sender_config(minimal, 3, 9, 100);
     CHECK(sc.cluster_id == 3);
     CHECK(sc.worker_id == 9);
@@ -230,6 +236,29 @@ TEST_CASE("learner: a valid chunk is applied to its slice at once, averaged by c
     CHECK((f.sent[0].hdr.flags & proto::flag::kCongestionEcho) != 0);
     CHECK(f.sent[1].hdr.worker_id == 4);
     CHECK(f.sent[1].port == 5001);
+}
+
+TEST_CASE("learner: merged_steps per_contribution takes one optimizer step per contribution, capped") {
+    LearnerFixture f(false, drl::MergedSteps::PerContribution);
+    // Three contributions summing to 6.0 per element: average 2.0, three SGD steps of
+    // lr 0.5 * 2.0 = 1.0 each: 1 - 3 = -2. (merged_steps: one would give 1 - 1 = 0.)
+    auto h = gradient_header(0, 3, 3, 1);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 3;
+    f.feed(message(h, {6, 6, 6, 6}));
+    CHECK(f.params() == std::vector<float>{-2, -2, -2, -2, 1, 1, 1, 1, 1, 1});
+    CHECK(f.core->counters().optimizer_steps == 3);
+    CHECK(f.core->counters().contributions_applied == 3);
+    CHECK(f.core->counters().steps_capped == 0);
+    // A forged count beyond the cap buys only kMaxStepsPerChunk steps, and is counted.
+    h = gradient_header(2, 3, 3, 1);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 1024;
+    f.feed(message(h, {32, 32}));  // average 1/32: 32 steps of 0.5 / 32 = 0.5 in all (exact in binary)
+    CHECK(f.core->counters().optimizer_steps == 3 + drl::kMaxStepsPerChunk);
+    CHECK(f.core->counters().steps_capped == 1);
+    CHECK(f.params()[8] == 0.5F);
+    CHECK(f.params()[9] == 0.5F);
 }
 
 TEST_CASE("learner: staleness is learner version minus base version; scaling divides by 1 + staleness") {

@@ -97,11 +97,14 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
 }
 
 void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
-    const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "eval_interval_ms",
-                                  "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms", "max_workers"});
+    const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "merged_steps",
+                                  "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
+                                  "max_workers"});
     if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
+    if (auto x = map.get("merged_steps"))
+        l.merged_steps = r.choice(*x, {"one", "per_contribution"}) == 0 ? MergedSteps::One : MergedSteps::PerContribution;
     if (auto x = map.get("eval_interval_ms")) l.eval_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("eval_episodes")) l.eval_episodes = static_cast<std::uint32_t>(r.uint(*x, 1, 10'000));
     if (auto x = map.get("checkpoint_interval_ms")) l.checkpoint_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));

@@ -39,10 +39,19 @@ struct TransportConfig {
     std::uint32_t merge_version_gap = UINT32_MAX;
 };
 
+// How the learner applies a merged chunk of k contributions (the switch delivers their sum).
+enum class MergedSteps : std::uint8_t {
+    One,              // one optimizer step on the average
+    PerContribution,  // k steps on the average (at most kMaxStepsPerChunk): as much progress per
+                      // contribution as unmerged updates get; for SGD, the linear scaling rule
+};
+inline constexpr std::uint32_t kMaxStepsPerChunk = 32;
+
 struct LearnerConfig {
     std::uint32_t publish_interval_ms = 5;    // a new model version at most this often (if changed)
     std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
     bool staleness_scaling = false;           // scale a chunk by 1 / (1 + staleness)
+    MergedSteps merged_steps = MergedSteps::One;
     std::uint32_t eval_interval_ms = 2000;    // deterministic evaluation cadence
     std::uint32_t eval_episodes = 10;
     std::uint32_t checkpoint_interval_ms = 10000;  // with --checkpoint; 0: only on exit
