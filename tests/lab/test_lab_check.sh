@@ -1,0 +1,33 @@
+#!/bin/bash
+# shesha-lab check (no root, nothing started): every shipped scenario in configs/lab-*.yaml is
+# valid, and broken scenarios exit 2 with the key named. Skips (77) without Debian's python3-yaml.
+# Usage: test_lab_check.sh SOURCE_ROOT
+set -euo pipefail
+src=$1
+py=/usr/bin/python3
+$py -c 'import yaml' 2>/dev/null || { echo "python3-yaml missing: skipped"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$src"
+
+n=0
+for f in configs/lab-*.yaml; do
+    $py tools/lab/shesha-lab check "$f" > "$out/ok.log" 2>&1 || { cat "$out/ok.log" >&2; fail "$f does not check"; }
+    grep -q '^# [0-9]* hosts: ' "$out/ok.log" || fail "$f: no host plan printed"
+    n=$((n + 1))
+done
+[[ $n -ge 3 ]] || fail "expected at least 3 lab scenarios, found $n"
+
+expect_error() {  # expect_error NAME SED_EXPRESSION MESSAGE_PART
+    /usr/bin/sed "$2" configs/lab-staleness.yaml > "$out/$1.yaml"
+    local rc=0
+    $py tools/lab/shesha-lab check "$out/$1.yaml" > "$out/$1.log" 2>&1 || rc=$?
+    [[ $rc -eq 2 ]] || { cat "$out/$1.log" >&2; fail "$1: exit $rc, expected 2"; }
+    grep -qF -- "$3" "$out/$1.log" || { cat "$out/$1.log" >&2; fail "$1: message does not say '$3'"; }
+}
+expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged_steps: twice   # overrides/' \
+    "clusters[1].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"
+expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
+expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..360"
+echo "lab check: $n scenarios valid, bad ones rejected"
