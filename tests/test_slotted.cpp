@@ -2,6 +2,7 @@
 // measurements of fairness, responsiveness and AoM on hand-built traces, replay-file errors.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,15 @@ TEST_CASE("the real window limits what a sender puts on the wire") {
     CHECK(run.slots[0].sent == std::vector<std::int64_t>{1});
     REQUIRE(run.notes.size() == 1);
     CHECK(run.notes[0] == "slot 0: cluster 0 asked to send 2 but the real window allowed 1");
+}
+
+TEST_CASE("an invalid system is refused, not run") {
+    SlottedSystem s = small_system();
+    s.queue_packets = 3;
+    CHECK_THROWS_AS(run_slotted(s, {{1, 1}}), std::invalid_argument);
+    s = small_system();
+    s.elems_per_chunk = 1000;  // would not fit the frame buffers
+    CHECK_THROWS_AS(run_slotted(s, {{1, 1}}), std::invalid_argument);
 }
 
 TEST_CASE("slotted runs are deterministic") {

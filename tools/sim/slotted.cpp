@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -41,6 +42,8 @@ struct DepartedChunk {
 }  // namespace
 
 SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int>>& requested) {
+    // Callers validate first (parse_replay, the verifier's config); this catches a caller that did not.
+    if (const std::string err = validate(p); !err.empty()) throw std::invalid_argument("slotted system: " + err);
     SlottedRun run;
     const int C = p.clusters;
     const int E = p.elems_per_chunk;

@@ -92,6 +92,7 @@ struct SlottedRun {
 };
 
 // requested[t][c]: chunks the workload asks sender c to send at slot t (missing entries: 0).
+// Throws std::invalid_argument if validate(s) is not empty.
 SlottedRun run_slotted(const SlottedSystem& s, const std::vector<std::vector<int>>& requested);
 
 // ---- the system-wide objectives, measured on a run ----
