@@ -50,6 +50,9 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
                m.aggregation, m.feedback, m.w_min, m.w_max, m.w_init);
     int failures = 0;
     for (Property p : props) {
+        // Z3 gives no progress of its own and large horizons take minutes: say what is running.
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s: solving (horizon %d)...\n", to_string(p), m.horizon);
         const CheckResult r = check_property(cfg, p);
         if (r.verified) {
             fmt::print("{}: verified within bounds (horizon {}) in {:.3f} s\n", to_string(p), m.horizon, r.solve_seconds);
