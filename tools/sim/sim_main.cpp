@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     app.add_option("--aggregation", aggregation, "shortcut for queue.aggregation")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--window", window, "shortcut for transport.window_control")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--feedback", feedback, "shortcut for transport.switch_feedback")->check(CLI::IsMember({"on", "off"}));
-    app.add_option("-o,--out-dir", out_dir, "write summary.csv, clusters.csv and series.csv here");
+    app.add_option("-o,--out-dir", out_dir, "write summary.csv, clusters.csv and series.csv here (with --replay: slots.csv)");
     app.add_option("-l,--label", label, "label written in every CSV row");
     app.add_flag("--append", append, "append rows to existing CSVs in --out-dir (for sweeps)");
     app.add_flag("-q,--quiet", quiet, "no summary on stdout");
