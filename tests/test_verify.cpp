@@ -48,6 +48,21 @@ std::vector<std::vector<int>> random_workload(std::mt19937& rng, const ModelPara
     return w;
 }
 
+// A larger system for the agreement tests: 3 clusters, 3 chunks, 8 slots serving 2 per step,
+// windows up to 6, delays of 2 steps.
+ModelParams widened(ModelParams p) {
+    p.clusters = 3;
+    p.service_rate = 2;
+    p.max_arrivals = 3;
+    p.chunks = 3;
+    p.queue_packets = 8;
+    p.mark_depth = 3;
+    p.w_max = 6;
+    p.credit_delay = 2;
+    p.feedback_delay = 2;
+    return p;
+}
+
 // The message parse_verify_config throws for this YAML (base_dir resolves file names), or "".
 std::string config_error(const std::string& text, const std::string& base_dir) {
     try {
@@ -124,17 +139,7 @@ TEST_CASE("model and implementation agree on random workloads") {
     ModelParams fifo = base_config(16).model;
     fifo.aggregation = false;  // plain FIFO: every arrival takes a slot or is dropped
     params.push_back(fifo);
-    ModelParams wide = base_config(16).model;
-    wide.clusters = 3;
-    wide.service_rate = 2;
-    wide.max_arrivals = 3;
-    wide.chunks = 3;
-    wide.queue_packets = 8;
-    wide.mark_depth = 3;
-    wide.w_max = 6;
-    wide.credit_delay = 2;
-    wide.feedback_delay = 2;
-    params.push_back(wide);
+    params.push_back(widened(base_config(16).model));
     for (const ModelParams& p : params) {
         int merges_seen = 0, drops_seen = 0, cuts_seen = 0;
         for (int run = 0; run < 150; ++run) {
@@ -242,17 +247,8 @@ TEST_CASE("exact window arithmetic follows the real sender step by step") {
     mixed.unmerged_clusters = 2;
     mixed.w_max_by_cluster = {4, 2};
     params.push_back(mixed);
-    ModelParams wide = exact;
-    wide.clusters = 3;
-    wide.service_rate = 2;
-    wide.max_arrivals = 3;
-    wide.chunks = 3;
-    wide.queue_packets = 8;
-    wide.mark_depth = 3;
-    wide.w_max = 6;
+    ModelParams wide = widened(exact);
     wide.gain = 0.25;
-    wide.credit_delay = 2;
-    wide.feedback_delay = 2;
     params.push_back(wide);
     for (const ModelParams& p : params) {
         int cuts_seen = 0, merges_seen = 0;
