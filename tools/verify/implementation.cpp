@@ -128,9 +128,12 @@ ReplayReport replay(const Counterexample& cex) {
     // The simulator's slotted mode runs the workload on the real code and measures the property.
     const sim::SlottedRun run = sim::run_slotted(cex.config.model, cex.workload);
     for (const auto& n : run.notes) rep.lines.push_back("simulator: " + n);
+    rep.window_refused = !run.notes.empty();
+    rep.payloads_exact = run.payloads_exact;
     if (!run.payloads_exact) rep.lines.push_back("simulator: a merged payload was not exact");
     if (!cex.model_trace.empty()) {
         const std::string diff = first_difference(cex.model_trace, to_trace(run.slots));
+        rep.follows_model = diff.empty();
         rep.lines.push_back(diff.empty() ? "the real queue and senders followed the model's trace step by step"
                                          : "the real run departs from the model's trace: " + diff);
     }

@@ -43,6 +43,9 @@ sim::SlotBounds bounds_of(const VerifyConfig& cfg);
 struct ReplayReport {
     bool reproduced = false;           // the simulator measures a violation of the same property
     bool same_step = false;            // ... at the step where the model shows it
+    bool follows_model = false;        // the real run matched the model's trace step by step
+    bool payloads_exact = false;       // every merged payload of the real run verified bit for bit
+    bool window_refused = false;       // the real window refused a send the workload asked for
     std::vector<std::string> lines;    // what to print
 };
 ReplayReport replay(const Counterexample& cex);
