@@ -112,6 +112,10 @@ DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noex
     if (out.contrib_count == 0) return DecodeError::BadContribCount;
     if (out.contrib_count > 1 && (out.flags & (flag::kMerged | flag::kSenderMerged)) == 0)
         return DecodeError::BadContribCount;
+    // CREDIT and FEEDBACK are control messages of one sender: they never sum anything.
+    if (!carries_elements(out.type) &&
+        (out.contrib_count != 1 || (out.flags & (flag::kMerged | flag::kSenderMerged)) != 0))
+        return DecodeError::BadContribCount;
     if (out.ts_earliest_ns > out.ts_latest_ns) return DecodeError::BadTimestamps;
     return DecodeError::Ok;
 }

@@ -1,6 +1,7 @@
 #include "learner_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "drl_wire.h"
@@ -30,6 +31,8 @@ LearnerCore::LearnerCore(const drl::ClusterConfig& config, std::uint16_t cluster
       scratch_(parameters_.size(), 0.0F),
       reassembler_(layout_, cluster_id, proto::MsgType::Gradient, transport::ApplyMode::Accumulate),
       tx_(proto::kHeaderSize + std::size_t{proto::kMaxElements} * sizeof(float)) {
+    clip_norm_ = config.learner.max_grad_norm >= 0 ? config.learner.max_grad_norm
+                                                   : std::max(0.0, static_cast<double>(config.a3c.loss.max_grad_norm));
     for (std::uint16_t k = 0; k < layout_.chunk_count; ++k)
         optimizers_.push_back(rl::Optimizer::create(config.optimizer, layout_.elems_in(k)));
     rebuild_planner();
@@ -46,9 +49,11 @@ bool LearnerCore::restore(const LearnerState& state, std::string& error) {
                 std::to_string(optimizers_.size()) + " chunks (different transport.chunk_elems?)";
         return false;
     }
-    if (!transport::all_finite(state.parameters)) {
-        error = "checkpoint parameters are not all finite";
-        return false;
+    for (std::size_t i = 0; i < state.parameters.size(); ++i) {
+        if (!std::isfinite(state.parameters[i])) {
+            error = "checkpoint parameter " + std::to_string(i) + " is not finite";
+            return false;
+        }
     }
     // Check every slice before changing any, so a mismatch leaves the learner as it was.
     for (std::size_t k = 0; k < optimizers_.size(); ++k) {
@@ -56,6 +61,10 @@ bool LearnerCore::restore(const LearnerState& state, std::string& error) {
         if (!probe->restore(state.optimizers[k])) {
             error = "checkpoint optimizer state of chunk " + std::to_string(k) +
                     " does not fit the configured optimizer (different optimizer.kind?)";
+            return false;
+        }
+        if (const std::string why = probe->check_state(state.optimizers[k]); !why.empty()) {
+            error = "checkpoint optimizer state of chunk " + std::to_string(k) + " is unusable: " + why;
             return false;
         }
     }
@@ -119,6 +128,7 @@ WorkerInfo* LearnerCore::register_worker(std::uint32_t id, const sockaddr_in& fr
     }
     w->addr = from;  // a restarted worker may come back on another port
     w->last_heard_ns = now_mono;
+    w->models_since_heard = 0;
     if (!w->active) {
         w->active = true;
         rebuild_planner();
@@ -174,24 +184,26 @@ void LearnerCore::on_datagram(std::span<const std::uint8_t> bytes, const sockadd
     }
 }
 
+bool LearnerCore::admitted(std::uint32_t worker_id, const sockaddr_in& from) const noexcept {
+    const drl::LearnerConfig& l = config_.learner;
+    if (!l.admit_worker_ids.empty() &&
+        !std::binary_search(l.admit_worker_ids.begin(), l.admit_worker_ids.end(), worker_id))
+        return false;
+    if (l.admit_sources.empty()) return true;
+    const std::uint32_t ip = ntohl(from.sin_addr.s_addr);
+    return std::any_of(l.admit_sources.begin(), l.admit_sources.end(),
+                       [ip](const drl::Ipv4Prefix& p) { return p.contains(ip); });
+}
+
 void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes,
                                   const sockaddr_in& from, std::uint64_t now_real, std::uint64_t now_mono) {
     const proto::Header& h = m.hdr;
     ++c_.gradient_chunks;
     if (h.flags & proto::flag::kCongestionExperienced) ++c_.ce_chunks;
-    WorkerInfo* worker = nullptr;
-    if (h.cluster_id == cluster_id_) {
-        worker = register_worker(h.worker_id, from, now_mono);
-        const std::uint32_t steps = drl::gradient_env_steps(bytes);
-        if (worker != nullptr && steps != 0) {
-            if (!worker->any_steps) {
-                worker->any_steps = true;
-                worker->env_steps_first = steps;
-                worker->env_steps_latest = steps;
-            } else if (drl::serial_after(steps, worker->env_steps_latest)) {
-                worker->env_steps_latest = steps;
-            }
-        }
+    const bool ours = h.cluster_id == cluster_id_;
+    if (ours && !admitted(h.worker_id, from)) {
+        ++c_.not_admitted;  // no registration, no credit, no model: nothing to amplify
+        return;
     }
 
     // The Reassembler validates (type, F32, cluster, chunk count and index, element count, length,
@@ -199,39 +211,111 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
     const auto slice = transport::chunk_slice(layout_, std::span<float>(scratch_), h.chunk_index);
     std::fill(slice.begin(), slice.end(), 0.0F);
     const transport::ApplyResult result = reassembler_.apply(m, scratch_);
+    // Only a chunk that passed every check registers (or refreshes) its sender: a rejected
+    // datagram must not buy MODEL broadcasts. A known worker's rejected chunk still left flight,
+    // so it is credited below.
+    WorkerInfo* worker = nullptr;
+    bool applied = false;
     if (result == transport::ApplyResult::Ok) {
-        std::uint32_t staleness = 0;
-        if (drl::serial_after(h.model_version, version_)) {
-            ++c_.version_ahead;  // computed on a newer model than ours: a learner resumed from an older checkpoint
-        } else {
-            staleness = version_ - h.model_version;
+        applied = apply_chunk(h);
+        if (applied) {
+            worker = register_worker(h.worker_id, from, now_mono);
+            aom_.on_receive(now_real, h.ts_latest_ns);
+            ++applied_since_publish_;
+            if (worker != nullptr) {
+                ++worker->chunks_applied;
+                const std::uint32_t steps = drl::gradient_env_steps(bytes);
+                if (steps != 0) {
+                    if (!worker->any_steps) {
+                        worker->any_steps = true;
+                        worker->env_steps_first = steps;
+                        worker->env_steps_latest = steps;
+                    } else if (drl::serial_after(steps, worker->env_steps_latest)) {
+                        worker->env_steps_latest = steps;
+                    }
+                }
+            }
         }
-        float scale = 1.0F / static_cast<float>(h.contrib_count);
-        if (config_.learner.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
-        const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
-        // A merged chunk is the sum of contrib_count updates: apply their average once, or once
-        // per contribution (merged_steps: per_contribution), bounded so that a forged count
-        // cannot buy unbounded work.
-        std::uint32_t steps = 1;
-        if (config_.learner.merged_steps == drl::MergedSteps::PerContribution) {
-            steps = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
-            if (h.contrib_count > drl::kMaxStepsPerChunk) ++c_.steps_capped;
-        }
-        for (std::uint32_t i = 0; i < steps; ++i) optimizers_[h.chunk_index]->apply(params, slice, scale);
-        c_.optimizer_steps += steps;
-        ++c_.chunks_applied;
-        c_.contributions_applied += h.contrib_count;
-        if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;
-        if (h.flags & proto::flag::kSenderMerged) ++c_.sender_merged_chunks;
-        ++staleness_.count;
-        staleness_.sum += staleness;
-        staleness_.max = std::max(staleness_.max, staleness);
-        ++staleness_.histogram[std::min<std::size_t>(staleness, kStalenessBuckets)];
-        aom_.on_receive(now_real, h.ts_latest_ns);
-        ++applied_since_publish_;
-        if (worker != nullptr) ++worker->chunks_applied;
     }
-    if (h.cluster_id == cluster_id_) send_credits(h);
+    if (ours && (worker != nullptr || find_worker(h.worker_id) != nullptr)) send_credits(h);
+}
+
+bool LearnerCore::apply_chunk(const proto::Header& h) {
+    const drl::LearnerConfig& l = config_.learner;
+    // Versions are serial numbers: the signed 32-bit distance tells behind from ahead across the
+    // wrap, and anything farther than max_staleness either way is refused.
+    const auto distance = static_cast<std::int32_t>(version_ - h.model_version);
+    std::uint32_t staleness = 0;
+    if (distance >= 0) {
+        staleness = static_cast<std::uint32_t>(distance);
+        if (staleness > l.max_staleness) {
+            ++c_.rejected_too_stale;
+            return false;
+        }
+    } else {
+        // Computed on a newer model than ours: a learner resumed from an older checkpoint.
+        if (static_cast<std::uint32_t>(-static_cast<std::int64_t>(distance)) > l.max_staleness) {
+            ++c_.rejected_too_new;
+            return false;
+        }
+        ++c_.version_ahead;
+    }
+
+    const auto slice = transport::chunk_slice(layout_, std::span<float>(scratch_), h.chunk_index);
+    const float average = 1.0F / static_cast<float>(h.contrib_count);
+    // Magnitude bound and norm of the averaged chunk (what the optimizer will see at scale 1).
+    float peak = 0.0F;
+    double square_sum = 0.0;
+    for (const float x : slice) {
+        peak = std::max(peak, std::fabs(x));
+        square_sum += static_cast<double>(x) * static_cast<double>(x);
+    }
+    const double norm = std::sqrt(square_sum) * average;
+    if (l.max_abs_element > 0 && static_cast<double>(peak) * average > l.max_abs_element) {
+        ++c_.rejected_magnitude;
+        return false;
+    }
+    float scale = average;
+    // A slice of an update is never longer than the update, so an honest worker's update clipped
+    // to a norm at most max_grad_norm passes unchanged; only outliers are scaled down.
+    // The 1e-4 slack absorbs the rounding of a norm the worker clipped exactly to the bound.
+    if (clip_norm_ > 0 && norm > clip_norm_ * (1 + 1e-4)) {
+        scale = static_cast<float>(static_cast<double>(scale) * (clip_norm_ / norm));
+        ++c_.chunks_clipped;
+    }
+    if (l.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
+
+    const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
+    rl::Optimizer& optimizer = *optimizers_[h.chunk_index];
+    rollback_parameters_.assign(params.begin(), params.end());
+    optimizer.save_state(rollback_state_);
+    // A merged chunk is the sum of contrib_count updates: apply their average once, or once
+    // per contribution (merged_steps: per_contribution), bounded so that a forged count
+    // cannot buy unbounded work.
+    std::uint32_t steps = 1;
+    if (l.merged_steps == drl::MergedSteps::PerContribution) {
+        steps = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
+        if (h.contrib_count > drl::kMaxStepsPerChunk) ++c_.steps_capped;
+    }
+    for (std::uint32_t i = 0; i < steps; ++i) optimizer.apply(params, slice, scale);
+    // A step that overflowed (the state or the parameters went Inf/NaN) would poison every later
+    // step of this slice: undo it.
+    if (!optimizer.state_finite() || !transport::all_finite(std::span<const float>(params.data(), params.size()))) {
+        std::copy(rollback_parameters_.begin(), rollback_parameters_.end(), params.begin());
+        optimizer.restore(rollback_state_);
+        ++c_.steps_rolled_back;
+        return false;
+    }
+    c_.optimizer_steps += steps;
+    ++c_.chunks_applied;
+    c_.contributions_applied += h.contrib_count;
+    if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;
+    if (h.flags & proto::flag::kSenderMerged) ++c_.sender_merged_chunks;
+    ++staleness_.count;
+    staleness_.sum += staleness;
+    staleness_.max = std::max(staleness_.max, staleness);
+    ++staleness_.histogram[std::min<std::size_t>(staleness, kStalenessBuckets)];
+    return true;
 }
 
 void LearnerCore::send_credits(const proto::Header& h) {
@@ -267,6 +351,10 @@ void LearnerCore::handle_model_request(const proto::Header& h, const sockaddr_in
         ++c_.foreign_requests;
         return;
     }
+    if (!admitted(h.worker_id, from)) {
+        ++c_.not_admitted;
+        return;
+    }
     ++c_.model_requests;
     WorkerInfo* w = register_worker(h.worker_id, from, now_mono);
     if (w == nullptr) return;
@@ -295,6 +383,20 @@ void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
         if (len != 0 && send_(w.addr, {tx_.data(), len})) ++c_.model_chunks_sent;
     }
     w.last_model_sent_ns = now_mono;
+    ++w.models_since_heard;
+}
+
+void LearnerCore::broadcast_model(std::uint64_t now_mono) {
+    for (WorkerInfo& w : workers_) {
+        if (!w.active) continue;
+        // A worker that has gone quiet gets at most model_budget copies; it asks again (a model
+        // request) when it needs one. This bounds what one datagram, forged or not, can draw.
+        if (w.models_since_heard >= config_.learner.model_budget) {
+            ++c_.models_withheld;
+            continue;
+        }
+        send_model(w, now_mono);
+    }
 }
 
 bool LearnerCore::publish_now(std::uint64_t now_real, std::uint64_t now_mono) {
@@ -306,8 +408,7 @@ bool LearnerCore::publish_now(std::uint64_t now_real, std::uint64_t now_mono) {
     last_publish_mono_ = now_mono;
     last_rebroadcast_mono_ = now_mono;
     ++c_.versions_published;
-    for (WorkerInfo& w : workers_)
-        if (w.active) send_model(w, now_mono);
+    broadcast_model(now_mono);
     return true;
 }
 
@@ -331,8 +432,7 @@ bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
     if (now_mono - last_rebroadcast_mono_ >= std::uint64_t{config_.learner.rebroadcast_ms} * 1'000'000) {
         last_rebroadcast_mono_ = now_mono;
         ++c_.rebroadcasts;
-        for (WorkerInfo& w : workers_)
-            if (w.active) send_model(w, now_mono);
+        broadcast_model(now_mono);
     }
     return false;
 }

@@ -59,6 +59,18 @@ struct LearnerCounters {
     std::uint64_t rebroadcasts = 0;
     std::uint64_t workers_overflow = 0;      // a new worker beyond max_workers: not registered
     std::uint64_t workers_expired = 0;
+    // Hardening (docs/aom.md, "What the learner refuses"). Rejected chunks are never applied and
+    // never register their sender.
+    std::uint64_t rejected_too_stale = 0;    // more than max_staleness versions behind
+    std::uint64_t rejected_too_new = 0;      // more than max_staleness versions ahead
+    std::uint64_t rejected_magnitude = 0;    // an averaged element beyond max_abs_element
+    std::uint64_t chunks_clipped = 0;        // applied after scaling down to max_grad_norm
+    std::uint64_t steps_rolled_back = 0;     // a step left parameters or optimizer state non-finite
+    std::uint64_t not_admitted = 0;          // datagrams of our cluster from a source or id not admitted
+    std::uint64_t models_withheld = 0;       // MODEL copies not sent: the worker's model_budget was spent
+    std::uint64_t rejected_total() const noexcept {
+        return rejected_too_stale + rejected_too_new + rejected_magnitude + steps_rolled_back;
+    }
 };
 
 struct StalenessStats {
@@ -75,6 +87,7 @@ struct WorkerInfo {
     bool active = true;
     std::uint64_t last_heard_ns = 0;       // monotonic
     std::uint64_t last_model_sent_ns = 0;  // monotonic, 0: never
+    std::uint32_t models_since_heard = 0;  // MODEL copies sent since its last datagram (model_budget)
     bool any_steps = false;
     std::uint32_t env_steps_first = 0;     // first count seen in this incarnation (baseline on resume)
     std::uint32_t env_steps_latest = 0;
@@ -132,12 +145,16 @@ public:
 
 private:
     WorkerInfo* find_worker(std::uint32_t id) noexcept;
+    bool admitted(std::uint32_t worker_id, const sockaddr_in& from) const noexcept;
+    // Applies one validated chunk (its slice of scratch_), or rejects it; true if applied.
+    bool apply_chunk(const proto::Header& h);
     WorkerInfo* register_worker(std::uint32_t id, const sockaddr_in& from, std::uint64_t now_mono);
     void rebuild_planner();
     void handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes, const sockaddr_in& from,
                          std::uint64_t now_real, std::uint64_t now_mono);
     void handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono);
     void send_model(WorkerInfo& w, std::uint64_t now_mono);
+    void broadcast_model(std::uint64_t now_mono);  // to every active worker with budget left
     void send_credits(const proto::Header& h);
 
     drl::ClusterConfig config_;
@@ -149,6 +166,9 @@ private:
     std::vector<float> parameters_;
     std::vector<float> published_;
     std::vector<float> scratch_;  // one chunk's gradient, validated by the Reassembler
+    double clip_norm_ = 0;  // learner.max_grad_norm resolved (0: off)
+    std::vector<float> rollback_parameters_;  // one chunk's parameters before its step
+    rl::OptimizerState rollback_state_;       // its optimizer's state before the step
     std::vector<std::unique_ptr<rl::Optimizer>> optimizers_;  // one per chunk: element-wise state
     transport::Reassembler reassembler_;
     std::unique_ptr<transport::CreditPlanner> planner_;

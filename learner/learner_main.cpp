@@ -178,10 +178,15 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     j.field("sender_merged", c.sender_merged_chunks);
     j.field("ce_marked", c.ce_chunks);
     j.field("version_ahead", c.version_ahead);
-    j.field("rejected_total", r.rejected_total());
+    j.field("clipped", c.chunks_clipped);
+    j.field("rejected_total", r.rejected_total() + c.rejected_total());
     j.begin_object("rejected");
     for (std::size_t i = 1; i < transport::kApplyResultCount; ++i)
         j.field(tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i))), r.rejected[i]);
+    j.field("too_stale", c.rejected_too_stale);
+    j.field("too_new", c.rejected_too_new);
+    j.field("magnitude", c.rejected_magnitude);
+    j.field("rolled_back", c.steps_rolled_back);
     j.end_object();
     j.end_object();
     j.field("datagrams", c.datagrams);
@@ -191,6 +196,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
         j.field(tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i))), c.decode_errors[static_cast<std::size_t>(i)]);
     j.end_object();
     j.field("unexpected_type", c.unexpected_type);
+    j.field("not_admitted", c.not_admitted);
     aom.advance(tools::realtime_ns());
     j.begin_object("aom");
     j.field("samples", aom.samples());
@@ -219,6 +225,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     j.field("requests", c.model_requests);
     j.field("requests_rate_limited", c.model_requests_rate_limited);
     j.field("foreign_requests", c.foreign_requests);
+    j.field("withheld", c.models_withheld);
     j.end_object();
     j.begin_object("workers");
     j.field("expected", std::uint64_t{o.workers_expected});
@@ -331,6 +338,9 @@ int run(const Options& o) {
     }
     fmt::print("shesha-learner: cluster {} on {}:{}, {} parameters in {} chunks, incarnation {}, version {}\n",
                cluster_id, o.bind, so.bind_port, initial.size(), core.layout().chunk_count, incarnation, core.version());
+    if (config.learner.admit_sources.empty() && config.learner.admit_worker_ids.empty())
+        fmt::print("shesha-learner: learner.admit_sources and admit_worker_ids are empty: any source may register as a "
+                   "worker (each gets at most {} MODEL copies per datagram it sends)\n", config.learner.model_budget);
     std::fflush(stdout);
 
     FILE* csv = nullptr;
@@ -419,14 +429,14 @@ int run(const Options& o) {
                 fmt::print("t {:7.1f} s  steps {:9}  version {:7}  eval mean {:7.1f} min {:7.1f}  applied {:9}  "
                            "rejected {:5}  AoM mean {:7.2f} ms  staleness {:5.2f}  workers {}\n",
                            r->job.wall_s, r->job.env_steps, r->job.version, r->eval.mean_return, r->eval.min_return,
-                           c.chunks_applied, core.reassembler_stats().rejected_total(), core.aom().mean_ns() / 1e6,
+                           c.chunks_applied, (core.reassembler_stats().rejected_total() + core.counters().rejected_total()), core.aom().mean_ns() / 1e6,
                            core.staleness().mean(), core.active_workers());
             std::fflush(stdout);
             if (csv != nullptr) {
                 std::fprintf(csv, "%.3f,%llu,%u,%.3f,%.3f,%llu,%llu,%llu,%.3f,%.3f,%.3f,%.4f,%zu\n", r->job.wall_s,
                              static_cast<unsigned long long>(r->job.env_steps), r->job.version, r->eval.mean_return,
                              r->eval.min_return, static_cast<unsigned long long>(c.chunks_applied),
-                             static_cast<unsigned long long>(core.reassembler_stats().rejected_total()),
+                             static_cast<unsigned long long>((core.reassembler_stats().rejected_total() + core.counters().rejected_total())),
                              static_cast<unsigned long long>(c.contributions_applied), aom_now_ms,
                              core.aom().mean_ns() / 1e6, static_cast<double>(core.aom().peak_ns()) / 1e6,
                              core.staleness().mean(), core.active_workers());
@@ -454,7 +464,7 @@ int run(const Options& o) {
     if (csv != nullptr) std::fclose(csv);
     ::close(fd);
     fmt::print("shesha-learner: exit at version {}: {} chunks applied, {} rejected, {} undecodable, {} env steps\n",
-               core.version(), core.counters().chunks_applied, core.reassembler_stats().rejected_total(),
+               core.version(), core.counters().chunks_applied, (core.reassembler_stats().rejected_total() + core.counters().rejected_total()),
                core.counters().decode_errors_total, core.env_steps());
     if (o.target && !summary.target_reached) return kExitMissed;
     return 0;

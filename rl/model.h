@@ -155,6 +155,15 @@ public:
     // buffers do not match this optimizer's kind and parameter count.
     virtual OptimizerState state() const = 0;
     virtual bool restore(const OptimizerState& state) = 0;
+    // The state copied into `out`, reusing its buffers (no allocation once they have the size):
+    // the learner keeps one such copy per step to roll back a step that went non-finite.
+    virtual void save_state(OptimizerState& out) const = 0;
+    // Whether a state is usable: finite everywhere, and second-moment buffers (RMSProp's average,
+    // Adam's second moment) non-negative. Empty when it is; otherwise what is wrong, naming the
+    // buffer and the first bad element. The shape is restore()'s business.
+    virtual std::string check_state(const OptimizerState& state) const = 0;
+    // check_state() of the live state is empty.
+    virtual bool state_finite() const = 0;
 };
 
 }  // namespace shesha::rl

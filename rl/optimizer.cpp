@@ -2,11 +2,24 @@
 // keeping them here lets gradient merging code and tests use them without torch headers.
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "model.h"
 
 namespace shesha::rl {
 
 namespace {
+
+// The first element of `buffer` that is not finite (or negative, when it must not be), described.
+std::string check_buffer(std::span<const float> buffer, std::size_t index, const char* name, bool nonnegative) {
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+        const float x = buffer[i];
+        if (!std::isfinite(x) || (nonnegative && x < 0.0F))
+            return fmt::format("buffer {} ({}) element {} is {}", index, name, i, x);
+    }
+    return {};
+}
+
 
 class SgdOptimizer final : public Optimizer {
 public:
@@ -35,6 +48,12 @@ public:
         steps_ = state.steps;
         return true;
     }
+    void save_state(OptimizerState& out) const override {
+        out.steps = steps_;
+        out.buffers.clear();
+    }
+    std::string check_state(const OptimizerState&) const override { return {}; }
+    bool state_finite() const override { return true; }
 
 private:
     OptimizerConfig config_;
@@ -75,6 +94,15 @@ public:
         steps_ = state.steps;
         return true;
     }
+    void save_state(OptimizerState& out) const override {
+        out.steps = steps_;
+        out.buffers.resize(1);
+        out.buffers[0].assign(square_average_.begin(), square_average_.end());
+    }
+    std::string check_state(const OptimizerState& state) const override {
+        return state.buffers.empty() ? std::string{} : check_buffer(state.buffers[0], 0, "squared-gradient average", true);
+    }
+    bool state_finite() const override { return check_buffer(square_average_, 0, "", true).empty(); }
 
 private:
     OptimizerConfig config_;
@@ -124,6 +152,21 @@ public:
         second_moment_ = state.buffers[1];
         steps_ = state.steps;
         return true;
+    }
+    void save_state(OptimizerState& out) const override {
+        out.steps = steps_;
+        out.buffers.resize(2);
+        out.buffers[0].assign(first_moment_.begin(), first_moment_.end());
+        out.buffers[1].assign(second_moment_.begin(), second_moment_.end());
+    }
+    std::string check_state(const OptimizerState& state) const override {
+        std::string why;
+        if (!state.buffers.empty()) why = check_buffer(state.buffers[0], 0, "first moment", false);
+        if (why.empty() && state.buffers.size() > 1) why = check_buffer(state.buffers[1], 1, "second moment", true);
+        return why;
+    }
+    bool state_finite() const override {
+        return check_buffer(first_moment_, 0, "", false).empty() && check_buffer(second_moment_, 1, "", true).empty();
     }
 
 private:

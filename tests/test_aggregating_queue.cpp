@@ -131,6 +131,7 @@ struct Pool {
         a.handle = &p;
         a.frame = p.frame;
         a.frame_len = p.frame_len;
+        a.contributions = s.contrib;
         a.mergeable = s.mergeable;
         a.l3_offset = p.info.l3_offset;
         a.l4_offset = p.info.l4_offset;
@@ -195,7 +196,7 @@ TEST_CASE("queue is FIFO and tracks depth, bytes and the head length", "[queue]"
         CHECK(d.handle == sent[i]);
         CHECK(d.frame == sent[i]->frame);
         CHECK(d.frame_len == sent[i]->frame_len);
-        CHECK(d.contributions == 1);
+        CHECK(d.contributions == 0);  // plain frames carry no update
         CHECK(d.sojourn_ticks == 100 - i);
         CHECK_FALSE(d.marked);
     }

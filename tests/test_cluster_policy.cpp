@@ -111,3 +111,22 @@ TEST_CASE("many rules and members are all found", "[cluster_policy]") {
         REQUIRE(tol == id % 17u);
     }
 }
+
+TEST_CASE("a MAC@IP binding admits only that pair: a borrowed member IP from another MAC is refused", "[cluster_policy]") {
+    ClusterRule bound;
+    bound.cluster_id = 1;
+    bound.allowed_bindings = {{kMacB, kIpB}, {kMacA, kIpA}};  // unsorted on purpose
+    ClusterRule by_ip;
+    by_ip.cluster_id = 2;
+    by_ip.allowed_ips = {kIpA};
+    const std::vector<ClusterRule> rules{bound, by_ip};
+    const ClusterPolicy policy(rules, NonMemberAction::ForwardUnmerged);
+    std::uint32_t tol = 0;
+    CHECK(policy.check(1, kMacA, kIpA, tol) == MergeVerdict::Merge);
+    CHECK(policy.check(1, kMacB, kIpB, tol) == MergeVerdict::Merge);
+    CHECK(policy.check(1, kMacC, kIpA, tol) == MergeVerdict::NotMember);  // spoofed IP, own MAC
+    CHECK(policy.check(1, kMacA, kIpB, tol) == MergeVerdict::NotMember);  // two members' halves
+    CHECK(policy.check(1, kMacA, kIpC, tol) == MergeVerdict::NotMember);
+    // A bare IP entry trusts the address alone: the same spoof is a member there.
+    CHECK(policy.check(2, kMacC, kIpA, tol) == MergeVerdict::Merge);
+}

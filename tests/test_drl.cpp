@@ -5,10 +5,13 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 
@@ -77,7 +80,8 @@ struct LearnerFixture {
     std::vector<Sent> sent;
     std::unique_ptr<learner::LearnerCore> core;
 
-    explicit LearnerFixture(bool staleness_scaling = false, drl::MergedSteps merged = drl::MergedSteps::One) {
+    explicit LearnerFixture(bool staleness_scaling = false, drl::MergedSteps merged = drl::MergedSteps::One,
+                            const std::function<void(drl::ClusterConfig&)>& tweak = {}) {
         config.learner.merged_steps = merged;
         config.transport.chunk_elems = 4;
         config.optimizer.kind = rl::OptimizerKind::Sgd;
@@ -85,6 +89,8 @@ struct LearnerFixture {
         config.learner.staleness_scaling = staleness_scaling;
         config.learner.publish_interval_ms = 5;
         config.learner.rebroadcast_ms = 1000;
+        config.learner.max_grad_norm = 0;  // exact arithmetic; the hardening tests turn it on
+        if (tweak) tweak(config);
         std::vector<float> initial(10, 1.0F);
         core = std::make_unique<learner::LearnerCore>(
             config, kCluster, initial, 42, [this](const sockaddr_in& to, std::span<const std::uint8_t> m) {
@@ -96,6 +102,16 @@ struct LearnerFixture {
     }
     void feed(const std::vector<std::uint8_t>& bytes, std::uint16_t port = 5000, std::uint64_t now = 1'000'000) {
         core->on_datagram(bytes, endpoint(port), now, now);
+    }
+    void feed_from(const std::vector<std::uint8_t>& bytes, std::uint32_t ip, std::uint64_t now = 1'000'000) {
+        sockaddr_in from = endpoint(5000);
+        from.sin_addr.s_addr = htonl(ip);
+        core->on_datagram(bytes, from, now, now);
+    }
+    std::size_t models_sent() const {
+        return static_cast<std::size_t>(std::count_if(sent.begin(), sent.end(), [](const Sent& x) {
+            return x.hdr.type == proto::MsgType::Model;
+        }));
     }
     std::vector<float> params() const { return {core->parameters().begin(), core->parameters().end()}; }
 };
@@ -358,8 +374,21 @@ TEST_CASE("learner: bad input is counted and never applied") {
     CHECK(r.rejected_total() == 6);
     CHECK(f.core->staleness().count == 0);
     CHECK_FALSE(f.core->aom().started());
-    // The rejected chunks of our cluster still left flight: credited (5 of them, worker 1).
-    CHECK(c.credit_messages == 5);
+    // A rejected datagram never registers its sender: worker 1 is unknown, so nobody is credited
+    // and nobody receives MODEL broadcasts.
+    CHECK(f.core->workers().empty());
+    CHECK(c.credit_messages == 0);
+    f.sent.clear();
+    CHECK_FALSE(f.core->on_tick(2'000'000'000, 2'000'000'000));
+    CHECK(f.sent.empty());
+
+    // Once worker 1 is known, its rejected chunks still left flight: credited.
+    f.feed(message(gradient_header(0, 3, 1, 1), {0, 0, 0, 0}));
+    REQUIRE(f.core->workers().size() == 1);
+    f.sent.clear();
+    f.feed(message(gradient_header(2, 3, 1, 1), {1, nan}));
+    CHECK(f.sent.size() == 1);
+    CHECK(f.sent[0].hdr.type == proto::MsgType::Credit);
 }
 
 TEST_CASE("learner: model requests are answered with the whole published model, rate limited") {
@@ -440,4 +469,215 @@ TEST_CASE("checkpoint: round trip restores parameters, version and optimizer sta
     CHECK_FALSE(learner::load_checkpoint(path, loaded, env, error));
     CHECK(error.find("checksum mismatch") != std::string::npos);
     std::filesystem::remove(path);
+}
+
+// ---- hardening (issue 10): poison, amplification, staleness ---------------------------------
+
+TEST_CASE("learner hardening: a finite poison chunk is rejected by the magnitude bound and registers nobody") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) {
+        c.optimizer.kind = rl::OptimizerKind::SharedRmsProp;
+    });
+    const std::vector<float> before = f.params();
+    const float poison = 3e38F;  // finite: passes the NaN/Inf check
+    f.feed(message(gradient_header(0, 3, 66, 1), {poison, poison, poison, poison}));
+    CHECK(f.params() == before);
+    CHECK(f.core->counters().rejected_magnitude == 1);
+    CHECK(f.core->counters().chunks_applied == 0);
+    CHECK(f.core->workers().empty());
+    CHECK(f.sent.empty());
+    // The bound is on the average: a merged chunk of 4 summing to 3000 per element averages 750.
+    auto merged = gradient_header(1, 3, 1, 1);
+    merged.flags = proto::flag::kSenderMerged;
+    merged.contrib_count = 4;
+    f.feed(message(merged, {3000, 3000, 3000, 3000}));
+    CHECK(f.core->counters().rejected_magnitude == 1);
+    CHECK(f.core->counters().chunks_applied == 1);
+}
+
+TEST_CASE("learner hardening: chunks beyond max_grad_norm are scaled down to it; smaller ones are untouched") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.learner.max_grad_norm = 1.0; });
+    // Chunk 0: (3, 4, 0, 0) has norm 5 -> applied as (0.6, 0.8, 0, 0); SGD lr 0.5.
+    f.feed(message(gradient_header(0, 3, 1, 1), {3, 4, 0, 0}));
+    // Chunk 2: (0.6, 0.8) has norm 1: not clipped, applied exactly.
+    f.feed(message(gradient_header(2, 3, 1, 1), {0.6F, 0.8F}));
+    const auto p = f.params();
+    CHECK(p[0] == Approx(0.7));
+    CHECK(p[1] == Approx(0.6));
+    CHECK(p[2] == 1.0F);
+    CHECK(p[8] == 1.0F - 0.5F * 0.6F);
+    CHECK(p[9] == 1.0F - 0.5F * 0.8F);
+    CHECK(f.core->counters().chunks_clipped == 1);
+    CHECK(f.core->counters().chunks_applied == 2);
+
+    // Not given in the YAML, the clip is the workers' own a3c.max_grad_norm.
+    const auto c = drl::parse_cluster_config("env: CartPole-v1\na3c: {max_grad_norm: 0.25}\n", "t.yaml");
+    CHECK(c.learner.max_grad_norm < 0);
+    learner::LearnerCore core(c, kCluster, std::vector<float>(10, 1.0F), 1,
+                              [](const sockaddr_in&, std::span<const std::uint8_t>) { return true; });
+    (void)core;  // constructing it resolves the bound; its effect is covered through the fixture above
+}
+
+TEST_CASE("learner hardening: a step that overflows the optimizer state is rolled back and counted") {
+    // No magnitude bound and no clip: only the finite check after the step stands in the way.
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) {
+        c.optimizer.kind = rl::OptimizerKind::SharedRmsProp;
+        c.optimizer.learning_rate = 0.01F;
+        c.learner.max_abs_element = 0;
+        c.learner.max_grad_norm = 0;
+    });
+    f.feed(message(gradient_header(0, 3, 1, 1), {0.1F, 0.2F, 0.3F, 0.4F}));  // honest first
+    REQUIRE(f.core->counters().chunks_applied == 1);
+    const std::vector<float> before = f.params();
+    const learner::LearnerState state_before = f.core->snapshot_state();
+    // 3e38 squared overflows RMSProp's running average to +Inf; every later step would be 0.
+    f.feed(message(gradient_header(0, 3, 1, 1), {3e38F, 3e38F, 3e38F, 3e38F}));
+    CHECK(f.core->counters().steps_rolled_back == 1);
+    CHECK(f.core->counters().chunks_applied == 1);
+    CHECK(f.params() == before);
+    const learner::LearnerState after = f.core->snapshot_state();
+    CHECK(after.optimizers[0].buffers == state_before.optimizers[0].buffers);
+    CHECK(after.optimizers[0].steps == state_before.optimizers[0].steps);
+    // Training goes on: the next honest chunk moves the parameters.
+    f.feed(message(gradient_header(0, 3, 1, 1), {0.1F, 0.2F, 0.3F, 0.4F}));
+    CHECK(f.core->counters().chunks_applied == 2);
+    CHECK(f.params() != before);
+    for (float x : f.params()) CHECK(std::isfinite(x));
+}
+
+TEST_CASE("learner hardening: staleness is bounded both ways, across the 32-bit wrap") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.learner.max_staleness = 10; });
+    learner::LearnerState state = f.core->snapshot_state();
+    state.version = 0xFFFFFFF8u;  // 8 publishes before the wrap
+    std::string error;
+    REQUIRE(f.core->restore(state, error));
+    const auto& c = f.core->counters();
+    f.feed(message(gradient_header(0, 3, 1, 0xFFFFFFF8u - 10), {0, 0, 0, 0}));  // 10 behind: applied
+    CHECK(c.chunks_applied == 1);
+    CHECK(f.core->staleness().max == 10);
+    f.feed(message(gradient_header(0, 3, 1, 0xFFFFFFF8u - 11), {0, 0, 0, 0}));  // 11 behind
+    CHECK(c.rejected_too_stale == 1);
+    f.feed(message(gradient_header(0, 3, 1, 2), {0, 0, 0, 0}));  // 10 ahead, past the wrap: applied
+    CHECK(c.version_ahead == 1);
+    CHECK(c.chunks_applied == 2);
+    f.feed(message(gradient_header(0, 3, 1, 3), {0, 0, 0, 0}));  // 11 ahead
+    CHECK(c.rejected_too_new == 1);
+    CHECK(c.chunks_applied == 2);
+    CHECK(f.core->staleness().max == 10);
+
+    // The outside tester's case: a learner at version 1 and a chunk on version 4e9 is 294,967,297
+    // versions stale (serial arithmetic), far beyond the default bound of 1000.
+    LearnerFixture g;
+    CHECK(g.config.learner.max_staleness == 1000);
+    g.feed(message(gradient_header(0, 3, 1, 4'000'000'000u), {1, 1, 1, 1}));
+    CHECK(g.core->counters().rejected_too_stale == 1);
+    CHECK(g.core->counters().chunks_applied == 0);
+    CHECK(g.core->staleness().count == 0);
+}
+
+TEST_CASE("learner hardening: only admitted sources and ids register and receive MODEL") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) {
+        c.learner.admit_sources = {{0x7f000001u, 32}, {0x0a4d0000u, 24}};  // 127.0.0.1, 10.77.0.0/24
+        c.learner.admit_worker_ids = {1, 2, 3};
+    });
+    std::vector<std::uint8_t> request(proto::kHeaderSize);
+    REQUIRE(proto::encode(drl::model_request_header(kCluster, 2, 0, 0), {}, request) == proto::kHeaderSize);
+    // A non-member address, with an admitted id and a forged one: nothing back, nothing registered.
+    f.feed_from(message(gradient_header(0, 3, 2, 1), {0.1F, 0.1F, 0.1F, 0.1F}), 0x7f000002u);
+    f.feed_from(message(gradient_header(0, 3, 999, 1), {0.1F, 0.1F, 0.1F, 0.1F}), 0x7f000002u);
+    f.feed_from(request, 0x7f000002u, 100'000'000);
+    // An admitted address with an id outside admit_worker_ids.
+    f.feed_from(message(gradient_header(0, 3, 7, 1), {0.1F, 0.1F, 0.1F, 0.1F}), 0x0a4d0005u);
+    CHECK(f.sent.empty());
+    CHECK(f.core->workers().empty());
+    CHECK(f.core->counters().not_admitted == 4);
+    CHECK(f.core->counters().chunks_applied == 0);
+    // The members: worker 2 from 10.77.0.5 and a model request from 127.0.0.1.
+    f.feed_from(message(gradient_header(0, 3, 2, 1), {0.1F, 0.1F, 0.1F, 0.1F}), 0x0a4d0005u);
+    CHECK(f.core->counters().chunks_applied == 1);
+    f.feed_from(request, 0x7f000001u, 200'000'000);
+    CHECK(f.models_sent() == 3);
+    REQUIRE(f.core->workers().size() == 1);  // the same worker 2, now at its request's address
+}
+
+TEST_CASE("learner hardening: a silent worker receives at most model_budget MODEL copies") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.learner.model_budget = 2; });
+    constexpr std::uint64_t ms = 1'000'000;
+    f.feed(message(gradient_header(0, 3, 5, 1), {0.1F, 0.1F, 0.1F, 0.1F}), 5000, 1 * ms);
+    f.sent.clear();
+    CHECK(f.core->on_tick(10 * ms, 10 * ms));      // publishes version 2: copy 1
+    CHECK_FALSE(f.core->on_tick(1500 * ms, 1500 * ms));  // rebroadcast: copy 2
+    CHECK_FALSE(f.core->on_tick(2600 * ms, 2600 * ms));  // rebroadcast: budget spent
+    CHECK(f.models_sent() == 6);                   // 2 copies of 3 chunks
+    CHECK(f.core->counters().models_withheld == 1);
+    // A datagram from the worker renews its budget.
+    f.feed(message(gradient_header(1, 3, 5, 2), {0.1F, 0.1F, 0.1F, 0.1F}), 5000, 2700 * ms);
+    f.sent.clear();
+    CHECK(f.core->on_tick(2710 * ms, 2710 * ms));
+    CHECK(f.models_sent() == 3);
+}
+
+TEST_CASE("checkpoint: a non-finite or negative optimizer state is refused, naming chunk, buffer and element") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) {
+        c.optimizer.kind = rl::OptimizerKind::SharedRmsProp;
+    });
+    f.feed(message(gradient_header(0, 3, 1, 1), {0.1F, 0.2F, 0.3F, 0.4F}));
+    const learner::LearnerState good = f.core->snapshot_state();
+    const std::vector<float> before = f.params();
+    struct Case {
+        float value;
+        std::string message;
+    };
+    for (const Case& k : {Case{inf, "element 2 is inf"}, Case{nan, "element 2 is nan"}, Case{-1.0F, "element 2 is -1"}}) {
+        learner::LearnerState bad = good;
+        bad.optimizers[1].buffers[0][2] = k.value;
+        const auto path = (std::filesystem::temp_directory_path() / "shesha-test-drl-bad.ckpt").string();
+        std::string error;
+        REQUIRE(learner::save_checkpoint(path, bad, "CartPole-v1", error));
+        learner::LearnerState loaded;
+        std::string env;
+        REQUIRE(learner::load_checkpoint(path, loaded, env, error));  // the file itself is intact
+        std::filesystem::remove(path);
+        CHECK_FALSE(f.core->restore(loaded, error));
+        CHECK(error == "checkpoint optimizer state of chunk 1 is unusable: buffer 0 (squared-gradient average) " + k.message);
+        CHECK(f.params() == before);
+    }
+    learner::LearnerState bad_params = good;
+    bad_params.parameters[7] = nan;
+    std::string error;
+    CHECK_FALSE(f.core->restore(bad_params, error));
+    CHECK(error == "checkpoint parameter 7 is not finite");
+    // Adam's second moment must not be negative either; its first moment may be.
+    LearnerFixture a(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.optimizer.kind = rl::OptimizerKind::Adam; });
+    learner::LearnerState adam = a.core->snapshot_state();
+    adam.optimizers[0].buffers[0][0] = -3.0F;
+    REQUIRE(a.core->restore(adam, error));
+    adam.optimizers[0].buffers[1][3] = inf;
+    CHECK_FALSE(a.core->restore(adam, error));
+    CHECK(error == "checkpoint optimizer state of chunk 0 is unusable: buffer 1 (second moment) element 3 is inf");
+}
+
+TEST_CASE("cluster config: hardening keys parse, with errors naming the key") {
+    const auto c = drl::parse_cluster_config(
+        "env: CartPole-v1\nlearner:\n  admit_sources: [127.0.0.1, 10.77.0.0/24]\n  admit_worker_ids: [3, 1, 2]\n"
+        "  max_staleness: 64\n  max_abs_element: 50\n  max_grad_norm: 2\n  model_budget: 8\n",
+        "t.yaml");
+    REQUIRE(c.learner.admit_sources.size() == 2);
+    CHECK(c.learner.admit_sources[0].address == 0x7f000001u);
+    CHECK(c.learner.admit_sources[0].length == 32);
+    CHECK(c.learner.admit_sources[1].contains(0x0a4d00feu));
+    CHECK_FALSE(c.learner.admit_sources[1].contains(0x0a4d01feu));
+    CHECK(c.learner.admit_worker_ids == std::vector<std::uint32_t>{1, 2, 3});
+    CHECK(c.learner.max_staleness == 64);
+    CHECK(c.learner.max_abs_element == 50);
+    CHECK(c.learner.max_grad_norm == 2);
+    CHECK(c.learner.model_budget == 8);
+    CHECK(error_of("env: CartPole-v1\nlearner: {admit_sources: [10.0.0.1, 10.0.0.0/33]}\n")
+              .find("learner.admit_sources[1]: expected an IPv4 address like 10.77.0.4 or a prefix like 10.77.0.0/24, got '10.0.0.0/33'") !=
+          std::string::npos);
+    CHECK(error_of("env: CartPole-v1\nlearner: {admit_worker_ids: [1, 1]}\n").find("learner.admit_worker_ids[1]: duplicate worker id 1") !=
+          std::string::npos);
+    CHECK(error_of("env: CartPole-v1\nlearner: {max_staleness: 0}\n").find("learner.max_staleness: expected an integer in 1..2147483647, got 0") !=
+          std::string::npos);
 }

@@ -374,6 +374,22 @@ TEST_CASE("every DecodeError from crafted bytes", "[protocol]") {
         auto c = encode_credit_msg();
         put_be16(c, off::kContribCount, 0);
         expect(c, DecodeError::BadContribCount);
+        // CREDIT and FEEDBACK carry exactly one contribution and no merge flag (docs/protocol.md #10).
+        for (auto control : {encode_credit_msg(), encode_feedback_msg()}) {
+            REQUIRE(decode_bytes(control) == DecodeError::Ok);
+            auto x = control;
+            put_be16(x, off::kContribCount, 3);
+            x[off::kFlags] = flag::kMerged;
+            expect(x, DecodeError::BadContribCount);
+            x[off::kFlags] = flag::kSenderMerged;
+            expect(x, DecodeError::BadContribCount);
+            x = control;
+            x[off::kFlags] = static_cast<std::uint8_t>(x[off::kFlags] | flag::kMerged);
+            expect(x, DecodeError::BadContribCount);
+            x = control;
+            x[off::kFlags] = static_cast<std::uint8_t>(x[off::kFlags] | flag::kSenderMerged);
+            expect(x, DecodeError::BadContribCount);
+        }
     }
     SECTION("BadTimestamps") {
         auto b = good;

@@ -188,7 +188,7 @@ aggregation:
     - id: 7
       aggregation: false
       version_tolerance: 16
-      members: ["02:5e:0a:4d:00:01", 10.77.0.2, "02:5e:0a:4d:00:03"]
+      members: ["02:5e:0a:4d:00:01", 10.77.0.2, "02:5e:0a:4d:00:03", "02:5e:0a:4d:00:09@10.77.0.9"]
     - id: 0
       members: []
 feedback:
@@ -251,6 +251,7 @@ TEST_CASE("a full config sets every field, and to_yaml round-trips it") {
     CHECK(cfg.clusters[0].member_macs ==
           std::vector<Mac>{mac(0x02, 0x5e, 0x0a, 0x4d, 0x00, 0x01), mac(0x02, 0x5e, 0x0a, 0x4d, 0x00, 0x03)});
     CHECK(cfg.clusters[0].member_ips == std::vector<std::uint32_t>{ip(10, 77, 0, 2)});
+    CHECK(cfg.clusters[0].member_bindings == std::vector<MacIp>{{mac(0x02, 0x5e, 0x0a, 0x4d, 0x00, 0x09), ip(10, 77, 0, 9)}});
     CHECK(cfg.clusters[1].id == 0);
     CHECK(cfg.clusters[1].aggregation);
     CHECK(cfg.clusters[1].version_tolerance == 0);
@@ -359,8 +360,14 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"cluster without members", kTwoPorts + "aggregation:\n  clusters:\n    - id: 1\n",
          {"bad.yaml:6:7: aggregation.clusters[0]: missing required key 'members'"}},
         {"member neither MAC nor IPv4", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [10.0.0.1, host2]}\n",
-         {"bad.yaml:6:35: aggregation.clusters[0].members[1]: expected a unicast MAC like 02:00:00:00:00:01 or a "
-          "unicast IPv4 address like 10.0.0.1, got 'host2'"}},
+         {"bad.yaml:6:35: aggregation.clusters[0].members[1]: expected a unicast MAC like 02:00:00:00:00:01, a "
+          "unicast IPv4 address like 10.0.0.1 or a binding of both like 02:00:00:00:00:01@10.0.0.1, got 'host2'"}},
+        {"binding with a bad half", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"02:00:00:00:00:01@10.0.0\"]}\n",
+         {"aggregation.clusters[0].members[0]: expected a unicast MAC", "got '02:00:00:00:00:01@10.0.0'"}},
+        {"binding with a multicast MAC", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"01:00:5e:00:00:01@10.0.0.1\"]}\n",
+         {"aggregation.clusters[0].members[0]:", "got the multicast MAC in '01:00:5e:00:00:01@10.0.0.1'"}},
+        {"duplicate binding", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"02:00:00:00:00:01@10.0.0.1\", \"02:00:00:00:00:01 @ 10.0.0.1\"]}\n",
+         {"aggregation.clusters[0].members[1]: duplicate member 02:00:00:00:00:01@10.0.0.1"}},
         {"broadcast member", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"ff:ff:ff:ff:ff:ff\"]}\n",
          {"aggregation.clusters[0].members[0]:", "got the multicast MAC 'ff:ff:ff:ff:ff:ff'"}},
         {"duplicate member", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"02:00:00:00:00:0A\", \"02:00:00:00:00:0a\"]}\n",

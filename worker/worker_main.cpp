@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -196,6 +197,16 @@ int run(const Options& o) {
     if (!bind_ip) {
         fmt::print(stderr, "shesha-worker: --bind: not an IPv4 address: '{}'\n", o.bind);
         return kExitUsage;
+    }
+    if (!o.metrics.empty() && o.metrics != "-") {
+        // Refuse an unwritable metrics path now rather than failing every second later. "a"
+        // creates the file if needed and leaves an existing one as it is until the first write.
+        std::FILE* f = std::fopen(o.metrics.c_str(), "a");
+        if (f == nullptr) {
+            fmt::print(stderr, "shesha-worker: --metrics: cannot write {}: {}\n", o.metrics, std::strerror(errno));
+            return kExitUsage;
+        }
+        std::fclose(f);
     }
     const std::uint64_t base_seed = o.seed.value_or(config.seed);
     const auto cluster_id = static_cast<std::uint16_t>(o.cluster);

@@ -34,7 +34,7 @@ struct Slot {
     std::uint8_t* frame;
     std::uint64_t enqueued_at;
     std::uint32_t frame_len;
-    std::uint16_t contributions;  // current header contrib_count for gradients, 1 otherwise
+    std::uint16_t contributions;  // current header contrib_count for gradients, 0 otherwise
     std::uint16_t l3_offset;
     std::uint16_t l4_offset;
     std::uint16_t shesha_offset;
@@ -239,7 +239,7 @@ struct AggregatingQueue::Impl {
         const bool mark_now = cfg.mark_depth_packets > 0 && d >= cfg.mark_depth_packets;
 
         bool can_merge = false;
-        std::uint16_t arriving_contrib = 1;
+        std::uint16_t arriving_contrib = a.contributions;
         if (cfg.aggregation && a.mergeable) [[unlikely]] {
             ++stats.mergeable_arrivals;
             can_merge = layout_fits(a);
@@ -302,7 +302,7 @@ struct AggregatingQueue::Impl {
                 any_mergeable |= a.mergeable;
                 sum_len += a.frame_len;
                 ring[(tail + i) & ring_mask] =
-                    Slot{a.handle, a.frame, now, a.frame_len, 1, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
+                    Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
             }
             if (!(aggregation && any_mergeable) && bytes + sum_len <= capacity_bytes) {
                 tail += n;
@@ -340,7 +340,7 @@ struct AggregatingQueue::Impl {
                     continue;
                 }
                 Slot& e = ring[t & ring_mask];
-                e = Slot{a.handle, a.frame, now, a.frame_len, 1, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
+                e = Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
                 ++t;
                 b += a.frame_len;
                 ++queued;

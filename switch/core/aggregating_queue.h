@@ -30,6 +30,8 @@ struct Arrival {
     void* handle = nullptr;           // owned by the caller (rte_mbuf*, test buffer, ...)
     std::uint8_t* frame = nullptr;    // contiguous frame bytes, Ethernet header first
     std::uint32_t frame_len = 0;
+    std::uint16_t contributions = 0;  // updates carried: a GRADIENT's contrib_count, 0 for anything
+                                      // else (tx_contributions counts these, merged or not)
     // The fields below matter only when mergeable is true.
     bool mergeable = false;           // a valid fp32 GRADIENT from an allowed member of a cluster
                                       // with aggregation enabled
@@ -59,7 +61,7 @@ struct Departure {
     void* handle = nullptr;
     std::uint8_t* frame = nullptr;
     std::uint32_t frame_len = 0;
-    std::uint16_t contributions = 1;  // updates this packet carries (1 for non-gradients)
+    std::uint16_t contributions = 0;  // updates this packet carries (0 for non-gradients)
     std::uint64_t sojourn_ticks = 0;
     bool marked = false;              // marked at enqueue or at dequeue
 };

@@ -21,6 +21,7 @@ ClusterPolicy::ClusterPolicy(std::span<const ClusterRule> rules, NonMemberAction
     for (ClusterRule& r : rules_) {
         std::sort(r.allowed_macs.begin(), r.allowed_macs.end());
         std::sort(r.allowed_ips.begin(), r.allowed_ips.end());
+        std::sort(r.allowed_bindings.begin(), r.allowed_bindings.end());
     }
 }
 
@@ -31,7 +32,9 @@ MergeVerdict ClusterPolicy::check(std::uint16_t cluster_id, const Mac& src_mac, 
     if (it == rules_.end() || it->cluster_id != cluster_id) return MergeVerdict::UnknownCluster;
     if (!it->aggregation) return MergeVerdict::NoAggregation;
     const bool member = std::binary_search(it->allowed_macs.begin(), it->allowed_macs.end(), src_mac) ||
-                        std::binary_search(it->allowed_ips.begin(), it->allowed_ips.end(), src_ip);
+                        std::binary_search(it->allowed_ips.begin(), it->allowed_ips.end(), src_ip) ||
+                        (!it->allowed_bindings.empty() &&
+                         std::binary_search(it->allowed_bindings.begin(), it->allowed_bindings.end(), MacIp{src_mac, src_ip}));
     if (!member) return MergeVerdict::NotMember;
     tolerance = it->version_tolerance;
     return MergeVerdict::Merge;

@@ -12,15 +12,25 @@
 
 namespace shesha::core {
 
+struct MacIp {
+    Mac mac{};
+    std::uint32_t ip = 0;  // host byte order
+    auto operator<=>(const MacIp&) const = default;
+};
+
 enum class NonMemberAction : std::uint8_t { ForwardUnmerged, Drop };
 
 struct ClusterRule {
     std::uint16_t cluster_id = 0;
     bool aggregation = true;
     std::uint32_t version_tolerance = 0;
-    std::vector<Mac> allowed_macs;       // empty and allowed_ips empty: nobody may merge
+    std::vector<Mac> allowed_macs;       // all three empty: nobody may merge
     std::vector<std::uint32_t> allowed_ips;  // host byte order
-    // A source is a member if its MAC is listed or its IP is listed.
+    std::vector<MacIp> allowed_bindings;     // MAC and IP that must arrive together
+    // A source is a member if its MAC is listed, or its IP is listed, or its (MAC, IP) pair is
+    // listed as a binding. A bare IP trusts whoever sends with that address (spoofable from any
+    // port); a binding also needs the sender's MAC, so a host cannot merge as a member by
+    // borrowing the member's IP from its own MAC.
 };
 
 enum class MergeVerdict : std::uint8_t {

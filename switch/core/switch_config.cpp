@@ -213,11 +213,22 @@ ClusterConfig read_cluster(const Reader& r, const Value& v) {
     const Value members = map.require("members");
     std::map<std::string, std::string> seen;  // canonical member -> path of its first mention
     for (const Value& m : r.list(members, "MAC or IPv4 addresses")) {
-        const std::string expected = "expected a unicast MAC like 02:00:00:00:00:01 or a unicast IPv4 address like 10.0.0.1";
+        const std::string expected =
+            "expected a unicast MAC like 02:00:00:00:00:01, a unicast IPv4 address like 10.0.0.1 or a binding of "
+            "both like 02:00:00:00:00:01@10.0.0.1";
         if (!m.node.IsScalar()) r.fail(m, fmt::format("{}, got {}", expected, describe(m.node)));
         const std::string text(trim(m.node.Scalar()));
         std::string canonical;
-        if (auto mac = parse_mac(text)) {
+        if (const auto at = text.find('@'); at != std::string::npos) {
+            const auto mac = parse_mac(std::string(trim(std::string_view(text).substr(0, at))));
+            const auto ip = parse_ipv4(std::string(trim(std::string_view(text).substr(at + 1))));
+            if (!mac || !ip) r.fail(m, fmt::format("{}, got {}", expected, describe(m.node)));
+            if (!usable_mac(*mac)) r.fail(m, fmt::format("{}, got the {} MAC in '{}'", expected,
+                                                          is_multicast(*mac) ? "multicast" : "all-zero", text));
+            if (!unicast_ipv4(*ip)) r.fail(m, fmt::format("{}, got the non-unicast address in '{}'", expected, text));
+            canonical = format_mac(*mac) + "@" + format_ipv4(*ip);
+            c.member_bindings.push_back({*mac, *ip});
+        } else if (auto mac = parse_mac(text)) {
             if (!usable_mac(*mac)) r.fail(m, fmt::format("{}, got the {} MAC '{}'", expected,
                                                           is_multicast(*mac) ? "multicast" : "all-zero", text));
             canonical = format_mac(*mac);
@@ -543,6 +554,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
         out << YAML::Key << "members" << YAML::Value << YAML::Flow << YAML::BeginSeq;
         for (const Mac& m : c.member_macs) out << YAML::DoubleQuoted << format_mac(m);
         for (std::uint32_t ip : c.member_ips) out << YAML::DoubleQuoted << format_ipv4(ip);
+        for (const MacIp& b : c.member_bindings) out << YAML::DoubleQuoted << (format_mac(b.mac) + "@" + format_ipv4(b.ip));
         out << YAML::EndSeq;
         out << YAML::EndMap;
     }

@@ -62,6 +62,7 @@ struct ClusterConfig {
     std::uint32_t version_tolerance = 0;
     std::vector<Mac> member_macs;
     std::vector<std::uint32_t> member_ips;  // host byte order
+    std::vector<MacIp> member_bindings;     // "MAC@IP": both must match
 
     bool operator==(const ClusterConfig&) const = default;
 };

@@ -55,6 +55,7 @@ std::vector<core::ClusterRule> rules_from(const core::SwitchConfig& cfg) {
         r.version_tolerance = c.version_tolerance;
         r.allowed_macs = c.member_macs;
         r.allowed_ips = c.member_ips;
+        r.allowed_bindings = c.member_bindings;
         rules.push_back(std::move(r));
     }
     return rules;
@@ -262,6 +263,7 @@ std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[
     meta.chunk_index = msg.hdr.chunk_index;
     meta.elem_count = msg.hdr.elem_count;
     meta.model_version = msg.hdr.model_version;
+    if (msg.hdr.type == proto::MsgType::Gradient) meta.contributions = msg.hdr.contrib_count;
     if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
         meta.cls = PacketClass::Gradient;
         ++tally.gradient_f32;
@@ -402,6 +404,7 @@ void Switch::flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uin
         s.l3_offset = offsets ? meta.l3_offset : 0;
         s.l4_offset = offsets ? meta.l4_offset : 0;
         s.shesha_offset = offsets ? meta.shesha_offset : 0;
+        s.contributions = offsets ? meta.contributions : 0;
         s.mergeable = false;  // only GRADIENTs merge; the merge fields below are then unused
         return;
     }
@@ -421,6 +424,7 @@ void Switch::enqueue_gradient(std::uint16_t out_index, rte_mbuf* m, const Packet
         a.l4_offset = meta.l4_offset;
         a.shesha_offset = meta.shesha_offset;
     }
+    a.contributions = meta.contributions;
     a.mergeable = mergeable;
     a.cluster_id = meta.cluster_id;
     a.chunk_index = meta.chunk_index;
@@ -706,7 +710,7 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
                 if (n_tx < tx_open) {
                     tx[n_tx] = m;
                     tx_len[n_tx] = len;
-                    tx_contrib[n_tx] = 1;
+                    tx_contrib[n_tx] = meta.contributions;
                     ++n_tx;
                     bypass_bytes += len;
                     continue;
@@ -724,6 +728,7 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
                 a.l3_offset = meta.l3_offset;
                 a.l4_offset = meta.l4_offset;
                 a.shesha_offset = meta.shesha_offset;
+                a.contributions = meta.contributions;
                 a.mergeable = false;
                 continue;
             }

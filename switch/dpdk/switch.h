@@ -60,6 +60,7 @@ struct PacketMeta {
     std::uint16_t chunk_index = 0;
     std::uint16_t elem_count = 0;
     std::uint32_t model_version = 0;
+    std::uint16_t contributions = 0;  // a GRADIENT's contrib_count (any element type), else 0
     std::uint32_t src_ip = 0;         // host byte order
     std::uint32_t dst_ip = 0;
 };

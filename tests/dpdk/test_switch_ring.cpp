@@ -388,7 +388,7 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
         CHECK(st.ports[1].queue_depth == 0);
         CHECK(st.ports[1].tx.packets == 47);
         CHECK(st.ports[1].tx.bytes == 46 * 60 + grad.size());
-        CHECK(st.ports[1].tx.contributions == 47);
+        CHECK(st.ports[1].tx.contributions == 1);  // the one GRADIENT; plain frames carry no update
         if (bypasses) {
             // Bypassing frames found depth 0; the gradient found the queue empty, the 3 after it
             // found 1, 2, 3 waiting.
@@ -476,7 +476,7 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
         Rig::free_all(out);
         st = snap(s, now);
         CHECK(st.ports[1].tx.packets == 9);
-        CHECK(st.ports[1].tx.contributions == 8 + k);
+        CHECK(st.ports[1].tx.contributions == k);  // the 8 plain frames carry no update
         CHECK(st.ports[1].queue.dequeued == 9);
         CHECK(st.ports[1].merge_ratio == Approx(0.75));
         CHECK(rig.take(0).empty());
@@ -675,4 +675,81 @@ TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[
         Rig::free_all(rig.take(1));
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("tx_contributions counts each gradient's contrib_count, merged or not, and nothing for other frames", "[dpdk]") {
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    const bool aggregation = GENERATE(false, true);
+    INFO("lcores " << lcores << " aggregation " << aggregation);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config(lcores);
+    cfg.aggregation = aggregation;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+        // A member's sender-merged gradient of 3 updates, a non-member's of 2, one plain gradient
+        // of another (unknown) cluster, 5 plain frames and a CREDIT-like control message.
+        auto member = gradient_header(7, 0, 1, 64);
+        member.contrib_count = 3;
+        member.flags = proto::flag::kSenderMerged;
+        rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort, gradient_payload(member)));
+        auto outsider = gradient_header(7, 1, 9, 64);
+        outsider.contrib_count = 2;
+        outsider.flags = proto::flag::kSenderMerged;
+        rig.inject(0, udp_frame(mac(9), learner, host_ip(9), learner_ip, proto::kDefaultUdpPort, gradient_payload(outsider)));
+        rig.inject(0, gradient_frame(2, learner, learner_ip, 99, 0));
+        for (int i = 0; i < 5; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(i + 1)));
+        run_round(s, now);
+        run_round(s, now + 1);
+        const auto out = rig.take(1);
+        CHECK(out.size() == 8);
+        Rig::free_all(out);
+        const auto st = snap(s, now + 1);
+        CHECK(st.ports[1].tx.packets == 8);
+        CHECK(st.ports[1].tx.contributions == 3 + 2 + 1);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("a MAC@IP member binding refuses a non-member that borrows a member's IP", "[dpdk]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.clusters[0].member_ips.clear();
+    cfg.clusters[0].member_bindings = {{mac(1), host_ip(1)}, {mac(2), host_ip(2)}};
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;  // six fillers leave, the rest wait and may merge
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        run_round(s, now);
+        Rig::free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        run_round(s, now);
+        REQUIRE(snap(s, now).ports[1].queue_depth == 2);
+        // Member 1 (its own MAC and IP), then host 9 sending with member 1's IP, then member 2.
+        rig.inject(0, gradient_frame(1, learner, learner_ip, 7, 1));
+        run_round(s, now);
+        rig.inject(0, udp_frame(mac(9), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort,
+                                gradient_payload(gradient_header(7, 1, 9, 64))));
+        run_round(s, now);
+        rig.inject(0, gradient_frame(2, learner, learner_ip, 7, 1));
+        run_round(s, now);
+        const auto st = snap(s, now);
+        CHECK(st.egress.non_member == 1);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 2);
+        CHECK(st.ports[1].queue.merged == 1);  // member 2 into member 1, never the borrower
+        CHECK(st.ports[1].queue_depth == 4);   // 2 fillers, member 1 (+2), the borrower's
+    }
 }

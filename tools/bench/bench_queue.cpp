@@ -66,6 +66,7 @@ Workload make_workload(std::uint32_t keys) {
         a.handle = &w.frames[i];
         a.frame = w.frames[i].data();
         a.frame_len = static_cast<std::uint32_t>(len);
+        a.contributions = 1;
         a.mergeable = true;
         a.l3_offset = frame::kEthHeaderSize;
         a.l4_offset = frame::kEthHeaderSize + frame::kIpv4MinHeaderSize;

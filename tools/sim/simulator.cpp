@@ -360,6 +360,7 @@ struct Simulator::Impl {
             a.l4_offset = info.l4_offset;
             a.shesha_offset = info.payload_offset;
             is_gradient = h.type == proto::MsgType::Gradient;
+            if (is_gradient) a.contributions = h.contrib_count;
             // The switch's classifier: fp32 gradients may merge (the queue knows whether aggregation is on).
             a.mergeable = is_gradient && h.elem_type == proto::ElemType::F32 && port.level != HopLevel::HostNic;
             a.cluster_id = h.cluster_id;

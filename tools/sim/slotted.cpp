@@ -182,6 +182,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 a.handle = pk;
                 a.frame = pk->buf.data();
                 a.frame_len = pk->len;
+                a.contributions = h.contrib_count;
                 a.mergeable = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
                 a.l3_offset = info.l3_offset;
                 a.l4_offset = info.l4_offset;

@@ -2,6 +2,9 @@
 // types and ranges of its keys (configs/cluster-cartpole.yaml documents them).
 #include "cluster_config.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <fstream>
 #include <initializer_list>
 #include <optional>
@@ -24,6 +27,23 @@ using yaml::Reader;
 using yaml::Value;
 
 constexpr std::uint32_t kMaxMs = 3'600'000;  // one hour: any cadence beyond that is a typo
+
+// "10.77.0.4" (a /32) or "10.77.0.0/24".
+std::optional<Ipv4Prefix> parse_prefix(const std::string& text) {
+    const std::string t(yaml::trim(text));
+    const auto slash = t.find('/');
+    const std::string address = t.substr(0, slash);
+    in_addr a{};
+    if (address.empty() || inet_pton(AF_INET, address.c_str(), &a) != 1) return std::nullopt;
+    Ipv4Prefix p;
+    p.address = ntohl(a.s_addr);
+    if (slash != std::string::npos) {
+        const auto length = yaml::parse_uint(std::string_view(t).substr(slash + 1));
+        if (!length || *length > 32) return std::nullopt;
+        p.length = static_cast<std::uint8_t>(*length);
+    }
+    return p;
+}
 
 void read_model(const Reader& r, const Value& v, rl::ModelConfig& m) {
     const MapView map = r.map(v, {"hidden", "activation"});
@@ -99,7 +119,8 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
 void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "merged_steps",
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
-                                  "max_workers"});
+                                  "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
+                                  "admit_worker_ids", "model_budget"});
     if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
@@ -110,6 +131,28 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     if (auto x = map.get("checkpoint_interval_ms")) l.checkpoint_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("worker_timeout_ms")) l.worker_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("max_workers")) l.max_workers = static_cast<std::uint32_t>(r.uint(*x, 1, 65535));
+    if (auto x = map.get("max_grad_norm")) l.max_grad_norm = r.number(*x, 0.0, 1e30);
+    if (auto x = map.get("max_abs_element")) l.max_abs_element = r.number(*x, 0.0, 1e30);
+    // Versions are serial numbers (they wrap at 2^32): a distance is only meaningful below 2^31.
+    if (auto x = map.get("max_staleness")) l.max_staleness = static_cast<std::uint32_t>(r.uint(*x, 1, INT32_MAX));
+    if (auto x = map.get("admit_sources")) {
+        for (const Value& item : r.list(*x, "IPv4 addresses or prefixes like 10.77.0.0/24")) {
+            const auto prefix = parse_prefix(item.node.IsScalar() ? item.node.Scalar() : std::string{});
+            if (!prefix) r.fail(item, fmt::format("expected an IPv4 address like 10.77.0.4 or a prefix like 10.77.0.0/24, got {}",
+                                                  describe(item.node)));
+            l.admit_sources.push_back(*prefix);
+        }
+    }
+    if (auto x = map.get("admit_worker_ids")) {
+        for (const Value& item : r.list(*x, "worker ids")) {
+            const auto id = static_cast<std::uint32_t>(r.uint(item, 0, UINT32_MAX));
+            if (std::find(l.admit_worker_ids.begin(), l.admit_worker_ids.end(), id) != l.admit_worker_ids.end())
+                r.fail(item, fmt::format("duplicate worker id {}", id));
+            l.admit_worker_ids.push_back(id);
+        }
+        std::sort(l.admit_worker_ids.begin(), l.admit_worker_ids.end());
+    }
+    if (auto x = map.get("model_budget")) l.model_budget = static_cast<std::uint32_t>(r.uint(*x, 1, 1'000'000));
 }
 
 void read_worker(const Reader& r, const Value& v, WorkerConfig& w) {

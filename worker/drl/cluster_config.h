@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model.h"
 #include "transport/credit_sender.h"
@@ -47,6 +48,16 @@ enum class MergedSteps : std::uint8_t {
 };
 inline constexpr std::uint32_t kMaxStepsPerChunk = 32;
 
+// An IPv4 prefix (address/length, host byte order) a learner admits workers from.
+struct Ipv4Prefix {
+    std::uint32_t address = 0;
+    std::uint8_t length = 32;
+    bool contains(std::uint32_t ip) const noexcept {
+        const std::uint32_t mask = length == 0 ? 0 : ~std::uint32_t{0} << (32 - length);
+        return (ip & mask) == (address & mask);
+    }
+};
+
 struct LearnerConfig {
     std::uint32_t publish_interval_ms = 5;    // a new model version at most this often (if changed)
     std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
@@ -57,6 +68,15 @@ struct LearnerConfig {
     std::uint32_t checkpoint_interval_ms = 10000;  // with --checkpoint; 0: only on exit
     std::uint32_t worker_timeout_ms = 10000;  // a worker silent this long gets no more broadcasts
     std::uint32_t max_workers = 256;          // known workers (bounds memory and broadcast cost)
+    // Hardening against poisoned or forged chunks (docs/aom.md, "What the learner refuses").
+    double max_grad_norm = -1;      // L2 clip of each chunk's averaged gradient; 0: off;
+                                    // < 0 (not given): a3c.max_grad_norm, the workers' own clip
+    double max_abs_element = 1000;  // a chunk whose averaged element exceeds this is rejected; 0: off
+    std::uint32_t max_staleness = 1000;  // versions behind (or ahead) beyond which a chunk is rejected
+    // Admission: who may register as a worker and receive MODEL. Empty: anyone (no allow-list).
+    std::vector<Ipv4Prefix> admit_sources;
+    std::vector<std::uint32_t> admit_worker_ids;  // sorted
+    std::uint32_t model_budget = 64;  // MODEL copies a worker receives between two datagrams from it
 };
 
 struct WorkerConfig {
