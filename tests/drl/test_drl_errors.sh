@@ -40,6 +40,10 @@ expect_usage "learner: --resume of a file that is no checkpoint" "bad magic" "$L
 expect_usage "worker: missing --worker-id" "--worker-id is required" "$WORKER" --config "$CFG" --cluster 1 --learner 127.0.0.1
 expect_usage "worker: bad --learner" "--learner: not an IPv4 address" "$WORKER" --config "$CFG" --cluster 1 --worker-id 1 --learner 300.1.1.1
 expect_usage "worker: bad YAML" "a3c.n_step: unknown key" "$WORKER" --config "$WORK/typo.yaml" --cluster 1 --worker-id 1 --learner 127.0.0.1
+expect_usage "worker: --metrics in a missing directory is refused at start" "--metrics: cannot write $WORK/no-such-dir/w.json: No such file or directory" \
+    "$WORKER" --config "$CFG" --cluster 1 --worker-id 1 --learner 127.0.0.1 --duration 5 --metrics "$WORK/no-such-dir/w.json"
+expect_usage "worker: --metrics naming a directory is refused at start" "--metrics: cannot write $WORK: Is a directory" \
+    "$WORKER" --config "$CFG" --cluster 1 --worker-id 1 --learner 127.0.0.1 --duration 5 --metrics "$WORK"
 
 # A live learner (cluster 5, 4675 parameters in 5 chunks of 1024) under fire.
 sed 's/^  chunk_elems: .*/  chunk_elems: 1024/' "$CFG" > "$WORK/c1024.yaml"
