@@ -30,4 +30,11 @@ expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged
     "clusters[1].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"
 expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
 expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..360"
+# A file that is not UTF-8 (Latin-1 bytes in a comment on line 3): a clear error, exit 2.
+{ /usr/bin/head -n 2 configs/lab-staleness.yaml; printf '# caf\xe9\n'; /usr/bin/tail -n +3 configs/lab-staleness.yaml; } > "$out/latin1.yaml"
+rc=0
+$py tools/lab/shesha-lab check "$out/latin1.yaml" > "$out/latin1.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] || { cat "$out/latin1.log" >&2; fail "non-UTF-8 file: exit $rc, expected 2"; }
+grep -qF "latin1.yaml:3: not UTF-8 text (byte 0xe9 at offset" "$out/latin1.log" || { cat "$out/latin1.log" >&2; fail "non-UTF-8 file: unclear message"; }
+grep -q Traceback "$out/latin1.log" && fail "non-UTF-8 file: a traceback"
 echo "lab check: $n scenarios valid, bad ones rejected"

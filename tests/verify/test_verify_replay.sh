@@ -88,4 +88,13 @@ echo '{"property": "aom", "step": 0' > "$out/truncated.json"
 expect_rc 2 "$out/truncated.log" "$sim" --replay "$out/truncated.json"
 grep -q 'not a counterexample file' "$out/truncated.log" || fail "truncated JSON: unclear message"
 expect_rc 2 "$out/conflict.log" "$sim" --replay "$cex" --aggregation off
+# Bad flags of shesha-verify itself: exit 2, naming the flag or the word.
+for h in 100000 -1 0; do
+    expect_rc 2 "$out/horizon.log" "$verify" check "$examples/good.yaml" --horizon "$h" --out-dir "$out"
+    grep -qF -- "--horizon: Value $h not in range 1 to 200" "$out/horizon.log" || fail "--horizon $h: unclear message"
+done
+expect_rc 2 "$out/runs.log" "$verify" agree "$examples/good.yaml" --runs -1
+grep -qF -- "--runs: Value -1 not in range" "$out/runs.log" || fail "--runs -1: unclear message"
+expect_rc 2 "$out/sub.log" "$verify" frobnicate "$examples/good.yaml"
+grep -qF "unknown subcommand 'frobnicate'" "$out/sub.log" || fail "unknown subcommand not named"
 echo "verifier and simulator replay: ok"

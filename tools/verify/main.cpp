@@ -111,14 +111,24 @@ int main(int argc, char** argv) {
     auto* check = app.add_subcommand("check", "verify the configured properties within the bounds");
     check->add_option("config", config, "verify YAML")->required();
     check->add_option("--property", props, "fairness, responsiveness or aom (default: all configured)");
-    check->add_option("--horizon", horizon, "override model.horizon");
+    // The YAML's own range for model.horizon; 0 (the default) keeps the file's value.
+    check->add_option("--horizon", horizon, "override model.horizon (1..200)")->check(CLI::Range(1, 200));
     check->add_option("--out-dir", out_dir, "where counterexample files go");
     auto* rep = app.add_subcommand("replay", "replay a counterexample on the real queue and senders");
     rep->add_option("file", file, "counterexample JSON")->required();
     auto* agree = app.add_subcommand("agree", "compare model and implementation on random workloads");
     agree->add_option("config", config, "verify YAML")->required();
-    agree->add_option("--runs", runs, "workloads");
+    agree->add_option("--runs", runs, "workloads (1..1000000)")->check(CLI::Range(1, 1'000'000));
     agree->add_option("--seed", seed, "random seed");
+    // CLI11 reports a stray word without saying it was meant as a subcommand: name it here.
+    if (argc > 1 && argv[1][0] != '-') {
+        const std::string word = argv[1];
+        if (word != "check" && word != "replay" && word != "agree") {
+            std::fprintf(stderr, "shesha-verify: unknown subcommand '%s' (expected check, replay or agree; see --help)\n",
+                         word.c_str());
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
