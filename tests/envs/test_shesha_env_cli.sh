@@ -52,6 +52,26 @@ expect_output "MountainCarContinuous from a state" "step,position,velocity,rewar
 4,-0.460638672,0.00997507386,-0.0062500000000000003,0,0" \
     --env MountainCarContinuous-v0 --state=-0.5,0.01 --actions=0.5,-1,1,0.25
 
+# Out-of-range continuous actions are accepted and clipped inside step(), as Gymnasium does (rows
+# from tests/envs/gym_reference.py csv, which redoes Gymnasium's step functions in NumPy).
+# MountainCarContinuous charges the unclipped action in its reward.
+expect_output "Pendulum clips out-of-range torques" "step,cos_theta,sin_theta,theta_dot,reward,terminated,truncated
+0,0.955336511,0.295520216,-1.20000005,0,0,0
+1,0.964808524,0.262953341,-0.678359866,-0.23799999999999988,0,0
+2,0.974340379,0.225079641,-0.781144857,-0.12081684277954922,0,0
+3,0.980035186,0.198824182,-0.537335098,-0.11280896914867239,0,0
+4,0.986295342,0.164989308,-0.688216984,-0.072936130913003952,0,0
+5,0.988390863,0.151932731,-0.264474988,-0.078836380842998544,0,0" \
+    --env Pendulum-v1 --state=0.3,-1.2 --actions=2.5,-7,0.5,-2.0000001,100
+
+expect_output "MountainCarContinuous clips the force, not the action cost" "step,position,velocity,reward,terminated,truncated
+0,-0.5,0.00999999978,0,0,0
+1,-0.488676846,0.0113231568,-0.90000000000000002,0,0
+2,-0.479115129,0.00956172124,-0.22500000000000001,0,0
+3,-0.469511032,0.00960408337,-0.0062500000000000003,0,0
+4,-0.461810827,0.00770020299,-160,0,0" \
+    --env MountainCarContinuous-v0 --state=-0.5,0.01 --actions=3,-1.5,0.25,-40
+
 expect_output "no actions: the starting row only" "step,position,velocity,reward,terminated,truncated
 0,-0.5,0,0,0,0" --env MountainCar-v0 --state=-0.5,0
 
@@ -82,7 +102,7 @@ expect_usage_error "discrete out of range" "out of range: CartPole-v1 takes 0..1
 expect_usage_error "discrete negative" "out of range" --env Acrobot-v1 --state 0,0,0,0 --actions=-1
 expect_usage_error "discrete not an integer" "is not an integer" --env MountainCar-v0 --state=-0.5,0 --actions 1.5
 expect_usage_error "empty action" "is not an integer" --env MountainCar-v0 --state=-0.5,0 --actions 1,,1
-expect_usage_error "continuous out of range" "outside the action space [-2, 2]" --env Pendulum-v1 --state 0,0 --actions 0.5,2.5
+expect_usage_error "continuous beyond float32" "action 2 ('1e39') does not fit a float32" --env Pendulum-v1 --state 0,0 --actions 0.5,1e39
 expect_usage_error "continuous not a number" "is not a finite number" --env MountainCarContinuous-v0 --state=-0.5,0 --actions x
 expect_usage_error "state and seed" "exactly one of --state and --seed" --env Pendulum-v1 --state 0,0 --seed 1
 expect_usage_error "neither state nor seed" "exactly one of --state and --seed" --env Pendulum-v1
