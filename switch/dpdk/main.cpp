@@ -2,6 +2,7 @@
 // before touching DPDK (so --help and config errors need no privileges), then initialises EAL,
 // the ports and the Switch, runs the lcore loops until --duration, SIGINT or SIGTERM, and reports.
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -182,6 +183,13 @@ int main(int argc, char** argv) {
     sw::unregister_telemetry();
     sw::stop_ports(port_ids);
     if (pool != nullptr) rte_mempool_free(pool);
+    // EAL leaves its runtime directory (/var/run/dpdk/<file-prefix>: config, telemetry socket)
+    // behind; a stopped switch owns nothing there, so remove it rather than accumulate one per run.
+    const std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
+    if (!runtime_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(runtime_dir, ec);
+    }
     return rc;
 }

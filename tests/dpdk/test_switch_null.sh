@@ -86,6 +86,8 @@ kill -INT "$pid"
 wait "$pid"; rc=$?
 check "SIGINT stop exits 0 (got $rc)" $([ "$rc" -eq 0 ]; echo $?)
 check "SIGINT stop writes stats" $(python3 -c "import json,sys; s=json.load(open('$json2')); sys.exit(0 if s['ports'][0]['tx_packets'] > 0 else 1)"; echo $?)
+# A stopped switch removes its EAL runtime directory (the trap only covers a crash).
+check "no DPDK runtime directory left behind" $([ ! -e "/var/run/dpdk/shesha-null-test-$$" ] && [ ! -e "/var/run/dpdk/shesha-null-int-$$" ]; echo $?)
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -211,6 +211,8 @@ echo "== 5. the switch keeps forwarding after all that"
 start_switch after 0 256 0 on
 rack_exec h1 ping -c 2 -i 0.2 -W 1 "$LEARNER_IP" > /dev/null 2>&1 && pass "ping after stress" || fail "ping after stress"
 stop_switch
+[ ! -e "/var/run/dpdk/$RACK_FILE_PREFIX" ] && pass "the stopped switch left no DPDK runtime directory" \
+    || fail "/var/run/dpdk/$RACK_FILE_PREFIX left behind"
 
 echo
 if [ "$failures" -eq 0 ]; then echo "rack test: all checks passed"; exit 0; fi

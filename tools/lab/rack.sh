@@ -69,6 +69,8 @@ rack_down() {
     for ifname in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${RACK_IF_PREFIX}" || true); do
         ip link del "$ifname" 2>/dev/null || true
     done
+    # The switch removes its EAL runtime directory when it stops; this covers one that was killed.
+    [ -n "${RACK_FILE_PREFIX:-}" ] && rm -rf "/var/run/dpdk/${RACK_FILE_PREFIX}"
     RACK_HOSTS=()
 }
 
