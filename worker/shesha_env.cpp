@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
     app.add_option("--state", state_text, "comma-separated internal state to start from");
     app.add_option("--seed", seed, "base seed for a seeded reset instead of --state");
     app.add_option("--worker-id", worker_id, "worker id combined with --seed (derive_worker_seed)");
-    app.add_option("--actions", actions_text, "comma-separated actions: integers (discrete) or numbers (continuous)");
+    app.add_option("--actions", actions_text, "comma-separated actions: integers (discrete) or numbers (continuous; out-of-range values are clipped by the environment, as in Gymnasium)");
     app.add_flag("--list", list, "list the environments and exit");
     app.add_flag("--bench", bench, "print env steps/s per environment on one core (random actions)");
     app.add_option("--bench-steps", bench_steps, "benchmark: most steps per environment")->capture_default_str();
