@@ -24,6 +24,7 @@
 #include "cluster_config.h"
 #include "json_writer.h"
 #include "learner_core.h"
+#include "shesha/transport.h"
 #include "tool_util.h"
 
 namespace shesha::learner {
@@ -302,34 +303,29 @@ int run(const Options& o) {
         }
     }
 
-    tools::UdpSocketOptions so;
-    so.bind_addr = *bind_ip;
-    so.bind_port = o.port.value_or(config.udp_port);
-    so.rcvbuf_bytes = 8 << 20;
-    so.sndbuf_bytes = 8 << 20;
-    const int fd = tools::open_udp_socket(so, error);
-    if (fd < 0) {
-        fmt::print(stderr, "shesha-learner: {}\n", error);
+    // The socket, the receive loop and the protocol engine are the public API's LearnerEndpoint
+    // (api/include/shesha/transport.h); this program adds evaluation, checkpoints and metrics.
+    LearnerOptions lo;
+    lo.config_path = o.config_path;
+    lo.cluster_id = cluster_id;
+    lo.bind_address = o.bind;
+    lo.port = o.port.value_or(config.udp_port);
+    lo.initial_parameters = initial;
+    std::unique_ptr<LearnerEndpoint> endpoint;
+    try {
+        endpoint = std::make_unique<LearnerEndpoint>(lo);
+    } catch (const Error& e) {
+        fmt::print(stderr, "shesha-learner: {}\n", e.what());
         return kExitMissed;
     }
+    LearnerCore& core = *static_cast<LearnerCore*>(endpoint->native_core());
     tools::install_stop_signals();
 
     RunSummary summary;
-    const auto incarnation = static_cast<std::uint32_t>(tools::realtime_ns() / 1'000'000);
-    LearnerCore core(config, cluster_id, initial, incarnation,
-                     [&](const sockaddr_in& to, std::span<const std::uint8_t> msg) {
-                         const ssize_t n = sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT,
-                                                  reinterpret_cast<const sockaddr*>(&to), sizeof to);
-                         if (n != static_cast<ssize_t>(msg.size())) {
-                             ++summary.send_errors;
-                             return false;
-                         }
-                         return true;
-                     });
+    const std::uint32_t incarnation = core.incarnation();
     if (!o.resume.empty()) {
         if (!core.restore(resumed, error)) {
             fmt::print(stderr, "shesha-learner: --resume {}: {}\n", o.resume, error);
-            ::close(fd);
             return kExitUsage;
         }
         summary.resumed_version = resumed.version;
@@ -337,7 +333,7 @@ int run(const Options& o) {
                    resumed.env_steps);
     }
     fmt::print("shesha-learner: cluster {} on {}:{}, {} parameters in {} chunks, incarnation {}, version {}\n",
-               cluster_id, o.bind, so.bind_port, initial.size(), core.layout().chunk_count, incarnation, core.version());
+               cluster_id, o.bind, endpoint->local_port(), initial.size(), core.layout().chunk_count, incarnation, core.version());
     if (config.learner.admit_sources.empty() && config.learner.admit_worker_ids.empty())
         fmt::print("shesha-learner: learner.admit_sources and admit_worker_ids are empty: any source may register as a "
                    "worker (each gets at most {} MODEL copies per datagram it sends)\n", config.learner.model_budget);
@@ -349,7 +345,6 @@ int run(const Options& o) {
         csv = std::fopen(path.c_str(), "w");
         if (csv == nullptr) {
             fmt::print(stderr, "shesha-learner: cannot write {}\n", path);
-            ::close(fd);
             return kExitUsage;
         }
         std::fprintf(csv, "wall_seconds,env_steps,version,eval_mean_return,eval_min_return,chunks_applied,"
@@ -368,6 +363,9 @@ int run(const Options& o) {
 
     const auto write_json = [&](bool final) {
         if (o.metrics_dir.empty()) return;
+        const shesha::LearnerCounters io = endpoint->counters();
+        summary.send_errors = io.send_errors;
+        summary.receive_errors = io.receive_errors;
         std::string err;
         if (!tools::write_text_file(o.metrics_dir + "/learner.json",
                                     summary_json(o, core, core.aom(), summary, wall(), final), err))
@@ -386,23 +384,12 @@ int run(const Options& o) {
         }
     };
 
-    std::array<std::uint8_t, 65536> rx{};
     while (!stop && !tools::stop_requested()) {
-        pollfd pfd{fd, POLLIN, 0};
-        ::poll(&pfd, 1, 1);
-        for (int i = 0; i < kReceiveBurst; ++i) {
-            sockaddr_in from{};
-            socklen_t from_len = sizeof from;
-            const ssize_t n = recvfrom(fd, rx.data(), rx.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
-            if (n < 0) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++summary.receive_errors;
-                break;
-            }
-            core.on_datagram({rx.data(), static_cast<std::size_t>(n)}, from, tools::realtime_ns(), tools::monotonic_ns());
-        }
+        // Receives, validates, applies and credits every waiting chunk; answers model requests;
+        // publishes on the YAML's cadence.
+        endpoint->poll(1);
         const std::uint64_t now_mono = tools::monotonic_ns();
         const std::uint64_t now_real = tools::realtime_ns();
-        core.on_tick(now_real, now_mono);
         summary.workers_seen_max = std::max(summary.workers_seen_max, core.workers().size());
 
         if (now_mono >= next_eval && evaluator.idle()) {
@@ -462,7 +449,6 @@ int run(const Options& o) {
     checkpoint();
     write_json(true);
     if (csv != nullptr) std::fclose(csv);
-    ::close(fd);
     fmt::print("shesha-learner: exit at version {}: {} chunks applied, {} rejected, {} undecodable, {} env steps\n",
                core.version(), core.counters().chunks_applied, (core.reassembler_stats().rejected_total() + core.counters().rejected_total()),
                core.counters().decode_errors_total, core.env_steps());

@@ -26,7 +26,7 @@
 #include "model.h"
 #include "model_receiver.h"
 #include "tool_util.h"
-#include "transport/credit_sender.h"
+#include "shesha/transport.h"
 
 namespace shesha::drl {
 namespace {
@@ -69,33 +69,21 @@ struct WorkerStats {
     std::uint64_t gradients_failed = 0;
     std::uint64_t waits_for_model = 0;     // loop passes without a model to compute on
     std::uint64_t waits_for_version = 0;   // max_updates_per_version reached
-    std::uint64_t model_requests = 0;
-    std::uint64_t datagrams = 0;
-    std::uint64_t decode_errors = 0;
-    std::uint64_t unexpected = 0;          // GRADIENT or a model request sent to a worker
-    std::uint64_t foreign = 0;             // CREDIT/FEEDBACK/MODEL for another cluster or worker
-    std::uint64_t credits_seen = 0;
-    std::uint64_t feedback_ignored = 0;    // --congestion-control off
-    std::uint64_t marks_ignored = 0;       // --congestion-control off: CE echoes not acted on
-    std::uint64_t learner_restarts_seen = 0;  // CREDIT incarnation changes
-    std::uint64_t send_errors = 0;
     std::uint64_t lag_samples = 0;
     double lag_sum = 0;
     std::uint32_t lag_max = 0;
-    std::uint32_t learner_version = 0;
     std::vector<WindowSample> window;
 };
 
-std::string metrics_json(const Options& o, const WorkerStats& s, const transport::CreditSender& sender,
-                         const ModelReceiver& rx, double wall_s, bool final) {
+std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCounters& c, double wall_s, bool final) {
     tools::JsonWriter j;
     j.begin_object();
     j.field("worker_id", o.worker_id);
     j.field("cluster_id", o.cluster);
     j.field("final", final);
     j.field("congestion_control", o.congestion_control);
-    j.field("feedback_ignored", s.feedback_ignored);
-    j.field("marks_ignored", s.marks_ignored);
+    j.field("feedback_ignored", c.feedback_ignored);
+    j.field("marks_ignored", c.marks_ignored);
     j.field("wall_seconds", wall_s);
     j.field("env_steps", s.env_steps);
     j.field("env_steps_per_s", wall_s > 0 ? static_cast<double>(s.env_steps) / wall_s : 0.0);
@@ -110,7 +98,6 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const transport
     for (double r : s.recent_returns) j.field("", r);
     j.end_array();
     j.end_object();
-    const transport::SenderCounters& c = sender.counters();
     j.begin_object("updates");
     j.field("computed", s.gradients_computed);
     j.field("failed", s.gradients_failed);
@@ -121,18 +108,18 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const transport
     j.end_object();
     j.begin_object("chunks");
     j.field("queued", c.chunks_queued);
-    j.field("merged_locally", c.chunks_merged);
+    j.field("merged_locally", c.sender_merges);
     j.field("dropped_overflow", c.chunks_dropped_overflow);
     j.field("replaced_stale", c.chunks_replaced_stale);
     j.field("sent", c.chunks_sent);
     j.field("contributions_sent", c.contributions_sent);
-    j.field("send_errors", s.send_errors);
+    j.field("send_errors", c.send_errors);
     j.end_object();
     j.begin_object("credit");
     j.field("messages", c.credit_messages);
     j.field("units", c.credits_received);
     j.field("excess", c.credits_excess);
-    j.field("marks_echoed", c.marks_echoed);
+    j.field("marks_echoed", c.ce_echoes);
     j.field("timeouts", c.credit_timeouts);
     j.field("presumed_lost", c.chunks_presumed_lost);
     j.field("feedback", c.feedback_received);
@@ -141,9 +128,9 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const transport
     j.field("round_increases", c.round_increases);
     j.end_object();
     j.begin_object("window");
-    j.field("current", sender.window());
-    j.field("alpha", sender.alpha());
-    j.field("in_flight", sender.in_flight());
+    j.field("current", c.window);
+    j.field("alpha", c.alpha);
+    j.field("in_flight", c.in_flight);
     j.begin_array("samples");  // [seconds, window, in flight, pending chunks]
     for (const WindowSample& w : s.window) {
         j.begin_array();
@@ -152,29 +139,28 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const transport
     }
     j.end_array();
     j.end_object();
-    const ModelReceiverStats& m = rx.stats();
     j.begin_object("model");
-    j.field("has_model", rx.has_model());
-    j.field("version", rx.version());
-    j.field("incarnation", rx.incarnation());
-    j.field("learner_version", s.learner_version);
-    j.field("versions_adopted", m.versions_adopted);
-    j.field("chunks_staged", m.chunks_staged);
-    j.field("chunks_stale", m.chunks_stale);
-    j.field("chunks_duplicate", m.chunks_duplicate);
-    j.field("chunks_rejected", rx.reassembler_stats().rejected_total());
-    j.field("assemblies_abandoned", m.assemblies_abandoned);
-    j.field("learner_restarts", m.learner_restarts);
-    j.field("requests_sent", s.model_requests);
+    j.field("has_model", c.model_version != 0 || c.models_adopted != 0);
+    j.field("version", c.model_version);
+    j.field("incarnation", c.incarnation);
+    j.field("learner_version", c.learner_version);
+    j.field("versions_adopted", c.models_adopted);
+    j.field("chunks_staged", c.model_chunks_staged);
+    j.field("chunks_stale", c.model_chunks_stale);
+    j.field("chunks_duplicate", c.model_chunks_duplicate);
+    j.field("chunks_rejected", c.model_chunks_rejected);
+    j.field("assemblies_abandoned", c.model_assemblies_abandoned);
+    j.field("learner_restarts", c.learner_restarts);
+    j.field("requests_sent", c.model_requests);
     j.field("lag_mean", s.lag_samples ? s.lag_sum / static_cast<double>(s.lag_samples) : 0.0);
     j.field("lag_max", s.lag_max);
     j.end_object();
     j.begin_object("rx");
-    j.field("datagrams", s.datagrams);
-    j.field("decode_errors", s.decode_errors);
-    j.field("unexpected", s.unexpected);
-    j.field("foreign", s.foreign);
-    j.field("learner_restarts_seen", s.learner_restarts_seen);
+    j.field("datagrams", c.datagrams);
+    j.field("decode_errors", c.decode_errors);
+    j.field("unexpected", c.unexpected);
+    j.field("foreign", c.foreign);
+    j.field("learner_restarts_seen", c.learner_restarts_seen);
     j.end_object();
     j.end_object();
     return j.str();
@@ -217,168 +203,75 @@ int run(const Options& o) {
         return kExitUsage;
     }
     const std::size_t n_params = model->parameter_count();
-    transport::SenderConfig sc = sender_config(config, cluster_id, o.worker_id, static_cast<std::uint32_t>(n_params));
-    if (!o.congestion_control) sc.w_init = sc.w_max;
-    if (const std::string bad = transport::validate(sc); !bad.empty()) {
-        fmt::print(stderr, "shesha-worker: {}: transport: {}\n", o.config_path, bad);
-        return kExitUsage;
+    WorkerOptions wo;
+    wo.config_path = o.config_path;
+    wo.cluster_id = cluster_id;
+    wo.worker_id = o.worker_id;
+    wo.learner_address = o.learner;
+    wo.learner_port = o.port.value_or(0);
+    wo.bind_address = o.bind;
+    wo.model_elems = static_cast<std::uint32_t>(n_params);
+    wo.congestion_control = o.congestion_control;
+    std::unique_ptr<WorkerTransport> transport_ptr;
+    try {
+        transport_ptr = std::make_unique<WorkerTransport>(wo);
+    } catch (const Error& e) {
+        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        return std::string_view(e.what()).find("transport:") != std::string_view::npos ? kExitUsage : kExitRuntime;
     }
-    transport::CreditSender sender(sc);
-    ModelReceiver receiver(sender.layout(), cluster_id);
+    WorkerTransport& transport = *transport_ptr;
     auto env = worker::envs::make_environment(config.model.env_name);
     worker::envs::Rng rng(worker::envs::derive_worker_seed(base_seed, o.worker_id));
-
-    tools::UdpSocketOptions so;
-    so.bind_addr = *bind_ip;
-    so.rcvbuf_bytes = 4 << 20;
-    so.sndbuf_bytes = 4 << 20;
-    so.tos = 0x02;  // ECT(0): a marking switch may set IPv4 CE too
-    const int fd = tools::open_udp_socket(so, error);
-    if (fd < 0) {
-        fmt::print(stderr, "shesha-worker: {}\n", error);
-        return kExitRuntime;
-    }
-    sockaddr_in learner{};
-    learner.sin_family = AF_INET;
-    learner.sin_addr = *learner_ip;
-    learner.sin_port = htons(o.port.value_or(config.udp_port));
     tools::install_stop_signals();
 
     WorkerStats s;
-    std::vector<std::uint8_t> tx(proto::kHeaderSize + std::size_t{proto::kMaxElements} * sizeof(float));
-    std::array<std::uint8_t, 65536> rx{};
     std::vector<float> gradient(n_params);
     rl::Rollout rollout;
     worker::envs::Observation observation = env->reset(rng);
     double episode_return = 0;
     std::uint32_t updates_on_version = 0;
-    bool any_credit = false;
-    std::uint32_t credit_incarnation = 0;
+    Model adopted;
 
     const std::uint64_t start = tools::monotonic_ns();
     const auto wall = [&] { return static_cast<double>(tools::monotonic_ns() - start) / 1e9; };
-    const std::uint64_t request_period = std::uint64_t{config.worker.model_request_ms} * 1'000'000;
-    const std::uint64_t silence = std::uint64_t{config.worker.learner_silence_ms} * 1'000'000;
     const std::uint64_t sample_period = std::uint64_t{config.worker.metrics_interval_ms} * 1'000'000;
-    std::uint64_t last_request = 0;
-    std::uint64_t last_heard = start;
     std::uint64_t next_sample = start;
     std::uint64_t next_write = start + 1'000'000'000;  // the metrics file: once a second
 
-    const auto send = [&](std::size_t len) {
-        const ssize_t n = sendto(fd, tx.data(), len, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&learner), sizeof learner);
-        if (n != static_cast<ssize_t>(len)) ++s.send_errors;
-    };
     const auto write_metrics = [&](bool final) {
         if (o.metrics.empty()) return;
         std::string err;
-        if (!tools::write_text_file(o.metrics, metrics_json(o, s, sender, receiver, wall(), final), err))
+        if (!tools::write_text_file(o.metrics, metrics_json(o, s, transport.counters(), wall(), final), err))
             fmt::print(stderr, "shesha-worker: {}\n", err);
     };
-    fmt::print("shesha-worker {}: cluster {}, {} on {}, learner {}\n", o.worker_id, cluster_id, config.model.env_name,
-               o.bind, tools::format_endpoint(learner));
+    fmt::print("shesha-worker {}: cluster {}, {} on {}, learner {}:{}\n", o.worker_id, cluster_id, config.model.env_name,
+               o.bind, o.learner, o.port.value_or(config.udp_port));
     std::fflush(stdout);
 
     while (!tools::stop_requested() && (o.duration_s <= 0 || wall() < o.duration_s)) {
-        const bool can_compute = receiver.has_model() &&
+        const bool can_compute = transport.has_model() &&
             (config.worker.max_updates_per_version == 0 || updates_on_version < config.worker.max_updates_per_version);
-        if (!can_compute) {
-            pollfd pfd{fd, POLLIN, 0};
-            ::poll(&pfd, 1, 1);
+        // Receive everything waiting (MODEL, CREDIT, FEEDBACK), run the timers, send what the
+        // window allows; wait a little for traffic when there is nothing to compute.
+        transport.poll(can_compute ? 0 : 1);
+        if (transport.take_model(adopted)) {
+            model->set_parameters(adopted.parameters);
+            updates_on_version = 0;
         }
-        // Receive everything waiting.
-        for (int i = 0; i < kReceiveBurst; ++i) {
-            const ssize_t n = recv(fd, rx.data(), rx.size(), MSG_DONTWAIT);
-            if (n < 0) break;
-            ++s.datagrams;
-            proto::Message m;
-            if (proto::decode({rx.data(), static_cast<std::size_t>(n)}, m) != proto::DecodeError::Ok) {
-                ++s.decode_errors;
-                continue;
-            }
-            const std::uint64_t now = tools::monotonic_ns();
-            switch (m.hdr.type) {
-                case proto::MsgType::Model: {
-                    if (is_model_request(m.hdr)) {
-                        ++s.unexpected;
-                        break;
-                    }
-                    last_heard = now;
-                    if (receiver.on_chunk(m.hdr, m.payload) == ModelChunkResult::Adopted) {
-                        model->set_parameters(receiver.parameters());
-                        updates_on_version = 0;
-                    }
-                    break;
-                }
-                case proto::MsgType::Credit: {
-                    proto::CreditBody body;
-                    if (m.hdr.cluster_id != cluster_id || m.hdr.worker_id != o.worker_id || !proto::decode_credit(m.payload, body)) {
-                        ++s.foreign;
-                        break;
-                    }
-                    last_heard = now;
-                    ++s.credits_seen;
-                    if (any_credit && m.hdr.seq != credit_incarnation) ++s.learner_restarts_seen;
-                    any_credit = true;
-                    credit_incarnation = m.hdr.seq;
-                    s.learner_version = body.learner_version;
-                    if (!o.congestion_control) {
-                        // Credits still clock the window; the marks they echo are not acted on.
-                        s.marks_ignored += body.ce_count;
-                        body.ce_count = 0;
-                        m.hdr.flags = static_cast<std::uint8_t>(m.hdr.flags & ~proto::flag::kCongestionEcho);
-                    }
-                    sender.on_credit(body, m.hdr.flags, now);
-                    break;
-                }
-                case proto::MsgType::Feedback: {
-                    proto::FeedbackBody body;
-                    if (m.hdr.cluster_id != cluster_id || !proto::decode_feedback(m.payload, body)) {
-                        ++s.foreign;
-                        break;
-                    }
-                    if (o.congestion_control)
-                        sender.on_feedback(body, now);
-                    else
-                        ++s.feedback_ignored;
-                    break;
-                }
-                default:
-                    ++s.unexpected;
-            }
-        }
-
-        std::uint64_t now = tools::monotonic_ns();
-        sender.on_timeout(now);
-        while (auto chunk = sender.next_to_send(now)) {
-            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
-                                                     chunk->elements.size_bytes());
-            const std::size_t len = proto::encode(chunk->header, body, tx);
-            if (len == 0) break;
-            set_gradient_env_steps({tx.data(), len}, static_cast<std::uint32_t>(s.env_steps));
-            send(len);
-        }
-
-        // Ask for the model while without one, and when the learner fell silent (it may have
-        // restarted and forgotten us; a request also registers us with it).
-        if ((!receiver.has_model() || now - last_heard > silence) && now - last_request >= request_period) {
-            last_request = now;
-            const proto::Header h = model_request_header(cluster_id, o.worker_id, receiver.version(), tools::realtime_ns());
-            const std::size_t len = proto::encode(h, {}, tx);
-            if (len != 0) send(len);
-            ++s.model_requests;
-        }
+        const std::uint64_t now = tools::monotonic_ns();
         if (now >= next_sample) {
             next_sample = now + sample_period;
-            if (s.window.size() < kMaxWindowSamples)
-                s.window.push_back({wall(), sender.window(), sender.in_flight(), sender.pending_chunks()});
+            if (s.window.size() < kMaxWindowSamples) {
+                const WorkerCounters c = transport.counters();
+                s.window.push_back({wall(), c.window, c.in_flight, c.pending_chunks});
+            }
         }
         if (now >= next_write) {
             next_write = now + 1'000'000'000;
             write_metrics(false);
         }
 
-        if (!receiver.has_model()) {
+        if (!transport.has_model()) {
             ++s.waits_for_model;
             continue;
         }
@@ -420,28 +313,25 @@ int run(const Options& o) {
         }
         ++s.gradients_computed;
         ++updates_on_version;
-        const std::uint32_t lag = serial_after(s.learner_version, receiver.version()) ? s.learner_version - receiver.version() : 0;
+        const std::uint32_t learner_version = transport.counters().learner_version;
+        const std::uint32_t lag = serial_after(learner_version, adopted.version) ? learner_version - adopted.version : 0;
         ++s.lag_samples;
         s.lag_sum += lag;
         s.lag_max = std::max(s.lag_max, lag);
-        sender.offer_update(receiver.version(), tools::realtime_ns(), gradient);
-        now = tools::monotonic_ns();
-        while (auto chunk = sender.next_to_send(now)) {
-            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
-                                                     chunk->elements.size_bytes());
-            const std::size_t len = proto::encode(chunk->header, body, tx);
-            if (len == 0) break;
-            set_gradient_env_steps({tx.data(), len}, static_cast<std::uint32_t>(s.env_steps));
-            send(len);
+        try {
+            transport.send(adopted.version, gradient, static_cast<std::uint32_t>(s.env_steps));
+        } catch (const Error&) {
+            ++s.gradients_failed;  // a non-finite gradient: refused by the sender, counted there too
         }
     }
     write_metrics(true);
-    ::close(fd);
-    if (!o.quiet)
+    if (!o.quiet) {
+        const WorkerCounters c = transport.counters();
         fmt::print("shesha-worker {}: {} env steps, {} episodes, {} updates, {} chunks sent ({} merged locally), "
                    "model version {} ({} adopted)\n",
-                   o.worker_id, s.env_steps, s.episodes, s.gradients_computed, sender.counters().chunks_sent,
-                   sender.counters().chunks_merged, receiver.version(), receiver.stats().versions_adopted);
+                   o.worker_id, s.env_steps, s.episodes, s.gradients_computed, c.chunks_sent, c.sender_merges,
+                   c.model_version, c.models_adopted);
+    }
     return 0;
 }
 

@@ -285,6 +285,35 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
     }
     if (l.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
 
+    if (handler_) {
+        ExternalChunk x;
+        x.chunk_index = h.chunk_index;
+        x.offset = layout_.offset(h.chunk_index);
+        x.elements = slice;
+        x.scale = scale;
+        x.contributions = h.contrib_count;
+        x.staleness = staleness;
+        x.base_version = h.model_version;
+        x.worker_id = h.worker_id;
+        x.merged = (h.flags & proto::flag::kMerged) != 0;
+        handler_(x);
+        ++c_.optimizer_steps;
+    } else if (!step_builtin(h, slice, scale)) {
+        return false;
+    }
+    ++c_.chunks_applied;
+    c_.contributions_applied += h.contrib_count;
+    if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;
+    if (h.flags & proto::flag::kSenderMerged) ++c_.sender_merged_chunks;
+    ++staleness_.count;
+    staleness_.sum += staleness;
+    staleness_.max = std::max(staleness_.max, staleness);
+    ++staleness_.histogram[std::min<std::size_t>(staleness, kStalenessBuckets)];
+    return true;
+}
+
+bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> slice, float scale) {
+    const drl::LearnerConfig& l = config_.learner;
     const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
     rl::Optimizer& optimizer = *optimizers_[h.chunk_index];
     rollback_parameters_.assign(params.begin(), params.end());
@@ -307,14 +336,6 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
         return false;
     }
     c_.optimizer_steps += steps;
-    ++c_.chunks_applied;
-    c_.contributions_applied += h.contrib_count;
-    if (h.flags & proto::flag::kMerged) ++c_.merged_chunks;
-    if (h.flags & proto::flag::kSenderMerged) ++c_.sender_merged_chunks;
-    ++staleness_.count;
-    staleness_.sum += staleness;
-    staleness_.max = std::max(staleness_.max, staleness);
-    ++staleness_.histogram[std::min<std::size_t>(staleness, kStalenessBuckets)];
     return true;
 }
 

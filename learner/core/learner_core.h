@@ -104,9 +104,25 @@ struct LearnerState {
     std::vector<rl::OptimizerState> optimizers;  // one per chunk
 };
 
+// An accepted chunk handed to an external optimizer instead of the built-in one (the public API's
+// LearnerEndpoint with an update handler): the chunk's elements as received (the sum of its
+// contributions) and the scale that makes them the clipped, staleness-scaled average.
+struct ExternalChunk {
+    std::uint16_t chunk_index = 0;
+    std::uint32_t offset = 0;
+    std::span<const float> elements;
+    float scale = 1.0F;
+    std::uint16_t contributions = 1;
+    std::uint32_t staleness = 0;
+    std::uint32_t base_version = 0;
+    std::uint32_t worker_id = 0;
+    bool merged = false;
+};
+
 class LearnerCore {
 public:
     using SendFn = std::function<bool(const sockaddr_in& to, std::span<const std::uint8_t> message)>;
+    using ChunkHandler = std::function<void(const ExternalChunk&)>;
 
     // initial: the parameters of version 1 (or of the resumed state). Throws std::invalid_argument
     // when the layout is impossible.
@@ -130,6 +146,10 @@ public:
     std::uint32_t version() const noexcept { return version_; }
     std::uint32_t incarnation() const noexcept { return incarnation_; }
     std::span<const float> parameters() const noexcept { return parameters_; }
+    // For an external optimizer: it writes the parameters, the next publish sends them.
+    std::span<float> mutable_parameters() noexcept { return parameters_; }
+    // Accepted chunks go to `handler` instead of the built-in optimizer (empty: built-in again).
+    void set_chunk_handler(ChunkHandler handler) { handler_ = std::move(handler); }
     std::span<const float> published() const noexcept { return published_; }
     const transport::ChunkLayout& layout() const noexcept { return layout_; }
     const LearnerCounters& counters() const noexcept { return c_; }
@@ -148,6 +168,7 @@ private:
     bool admitted(std::uint32_t worker_id, const sockaddr_in& from) const noexcept;
     // Applies one validated chunk (its slice of scratch_), or rejects it; true if applied.
     bool apply_chunk(const proto::Header& h);
+    bool step_builtin(const proto::Header& h, std::span<const float> slice, float scale);
     WorkerInfo* register_worker(std::uint32_t id, const sockaddr_in& from, std::uint64_t now_mono);
     void rebuild_planner();
     void handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes, const sockaddr_in& from,
@@ -167,6 +188,7 @@ private:
     std::vector<float> published_;
     std::vector<float> scratch_;  // one chunk's gradient, validated by the Reassembler
     double clip_norm_ = 0;  // learner.max_grad_norm resolved (0: off)
+    ChunkHandler handler_;
     std::vector<float> rollback_parameters_;  // one chunk's parameters before its step
     rl::OptimizerState rollback_state_;       // its optimizer's state before the step
     std::vector<std::unique_ptr<rl::Optimizer>> optimizers_;  // one per chunk: element-wise state
