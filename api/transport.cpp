@@ -344,7 +344,8 @@ struct LearnerEndpoint::Impl {
     Impl(const LearnerOptions& o, drl::ClusterConfig cfg) : config(std::move(cfg)) {
         if (o.initial_parameters.empty()) throw Error("initial_parameters: expected the model's parameters, got none");
         const in_addr bind_ip = parse_address(o.bind_address, "bind address");
-        fd = open_socket(bind_ip, o.port != 0 ? o.port : config.udp_port, 8 << 20, std::nullopt);
+        if (o.port < -1 || o.port > 65535) throw Error(fmt::format("port: expected -1 (the YAML's), 0 (any) or 1..65535, got {}", o.port));
+        fd = open_socket(bind_ip, static_cast<std::uint16_t>(o.port < 0 ? config.udp_port : o.port), 8 << 20, std::nullopt);
         const auto incarnation = static_cast<std::uint32_t>(tools::realtime_ns() / 1'000'000);
         try {
             core = std::make_unique<learner::LearnerCore>(

@@ -113,7 +113,7 @@ struct LearnerOptions {
     std::string config_path;        // cluster YAML
     std::uint16_t cluster_id = 0;
     std::string bind_address = "0.0.0.0";
-    std::uint16_t port = 0;         // 0: the YAML's udp_port
+    int port = -1;                  // -1: the YAML's udp_port; 0: any free port (local_port())
     std::vector<float> initial_parameters;  // version 1 of the model; its length is model_elems
 };
 

@@ -1,0 +1,171 @@
+// The public API (api/include/shesha/transport.h) end to end over loopback UDP, in one process:
+// a LearnerEndpoint with an update handler and one with the built-in optimizer, WorkerTransports
+// sending exact values, the published model coming back bit for bit, and bad arguments refused
+// with messages that name them. Waits are bounded loops on observable state, never sleeps.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "shesha/transport.h"
+
+namespace {
+
+// 10 parameters in chunks of 4 (4, 4, 2); SGD lr 0.5; no clip, so arithmetic is exact.
+std::string write_config(const std::string& name) {
+    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    std::ofstream(path) << "env: CartPole-v1\n"
+                           "optimizer: {kind: sgd, lr: 0.5}\n"
+                           "transport: {chunk_elems: 4, w_init: 64, w_max: 64}\n"
+                           "learner: {publish_interval_ms: 1, max_grad_norm: 0}\n"
+                           "worker: {model_request_ms: 5}\n";
+    return path;
+}
+
+shesha::LearnerOptions learner_options(const std::string& config) {
+    shesha::LearnerOptions o;
+    o.config_path = config;
+    o.cluster_id = 9;
+    o.bind_address = "127.0.0.1";
+    o.port = 0;  // any free port
+    o.initial_parameters = std::vector<float>(10, 1.0F);
+    return o;
+}
+
+shesha::WorkerOptions worker_options(const std::string& config, std::uint16_t port, std::uint32_t id) {
+    shesha::WorkerOptions o;
+    o.config_path = config;
+    o.cluster_id = 9;
+    o.worker_id = id;
+    o.learner_address = "127.0.0.1";
+    o.learner_port = port;
+    o.bind_address = "127.0.0.1";
+    o.model_elems = 10;
+    return o;
+}
+
+// Polls both ends until done() or 5 s.
+template <typename Done>
+bool run_until(shesha::LearnerEndpoint& l, std::vector<shesha::WorkerTransport*> workers, Done done) {
+    for (int i = 0; i < 5000; ++i) {
+        l.poll(1);
+        for (auto* w : workers) w->poll(0);
+        if (done()) return true;
+    }
+    return false;
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const shesha::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("api: a worker's gradient reaches the learner's handler exactly, with its chunk layout") {
+    const std::string config = write_config("shesha-test-api-a.yaml");
+    shesha::LearnerEndpoint learner(learner_options(config));
+    std::vector<shesha::ChunkUpdate> seen;
+    std::vector<std::vector<float>> values;
+    learner.set_update_handler([&](const shesha::ChunkUpdate& u) {
+        seen.push_back(u);
+        values.emplace_back(u.gradient.begin(), u.gradient.end());
+    });
+    shesha::WorkerTransport worker(worker_options(config, learner.local_port(), 3));
+    shesha::Model model;
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.take_model(model); }));
+    CHECK(model.version == 1);
+    CHECK(model.parameters == std::vector<float>(10, 1.0F));
+
+    const std::vector<float> g{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    worker.send(model.version, g, 123);
+    REQUIRE(run_until(learner, {&worker}, [&] { return seen.size() == 3; }));
+    std::vector<float> joined(10, -1.0F);
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+        CHECK(seen[i].worker_id == 3);
+        CHECK(seen[i].contributions == 1);
+        CHECK(seen[i].scale == 1.0F);
+        CHECK(seen[i].base_version == 1);
+        CHECK(seen[i].offset == 4u * seen[i].chunk_index);
+        std::copy(values[i].begin(), values[i].end(), joined.begin() + seen[i].offset);
+    }
+    CHECK(joined == g);
+    const shesha::LearnerCounters c = learner.counters();
+    CHECK(c.chunks_applied == 3);
+    CHECK(c.contributions_applied == 3);
+    CHECK(c.chunks_rejected == 0);
+    // The handler applied nothing: the parameters are still version 1's.
+    CHECK(std::vector<float>(learner.parameters().begin(), learner.parameters().end()) == std::vector<float>(10, 1.0F));
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.counters().credits_received == 3; }));
+    CHECK(worker.counters().chunks_sent == 3);
+    std::filesystem::remove(config);
+}
+
+TEST_CASE("api: the built-in optimizer applies, the new version comes back bit for bit, parts are concatenated") {
+    const std::string config = write_config("shesha-test-api-b.yaml");
+    shesha::LearnerEndpoint learner(learner_options(config));
+    shesha::WorkerTransport worker(worker_options(config, learner.local_port(), 1));
+    shesha::Model model;
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.take_model(model); }));
+    CHECK_FALSE(worker.take_model(model));  // nothing newer yet
+    // Three parts (4 + 4 + 2) of 2.0: SGD lr 0.5 moves every parameter from 1 to 0.
+    const std::vector<float> a(4, 2.0F), b(4, 2.0F), c(2, 2.0F);
+    const std::vector<std::span<const float>> parts{a, b, c};
+    worker.send(model.version, parts);
+    REQUIRE(run_until(learner, {&worker}, [&] { return learner.counters().chunks_applied == 3; }));
+    CHECK(std::vector<float>(learner.parameters().begin(), learner.parameters().end()) == std::vector<float>(10, 0.0F));
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.take_model(model); }));
+    CHECK(model.version >= 2);
+    CHECK(model.parameters == std::vector<float>(10, 0.0F));
+    CHECK(worker.counters().models_adopted >= 2);
+    std::filesystem::remove(config);
+}
+
+TEST_CASE("api: bad arguments are refused with messages naming them") {
+    const std::string config = write_config("shesha-test-api-c.yaml");
+    shesha::LearnerEndpoint learner(learner_options(config));
+    shesha::WorkerTransport worker(worker_options(config, learner.local_port(), 1));
+    const std::vector<float> short_gradient(9, 0.0F);
+    CHECK(error_of([&] { worker.send(1, short_gradient); }) == "send: the gradient has 9 elements, the model has 10");
+    std::vector<float> nan_gradient(10, 0.0F);
+    nan_gradient[4] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(error_of([&] { worker.send(1, nan_gradient); }) == "send: the gradient holds a NaN or an infinity; the update is refused");
+    const std::vector<float> a(4), b(4);
+    const std::vector<std::span<const float>> parts{a, b};
+    CHECK(error_of([&] { worker.send(1, parts); }) == "send: the parts hold 8 elements in all, the model has 10");
+    CHECK(worker.counters().updates_rejected == 1);
+
+    auto o = worker_options(config, 1, 1);
+    o.learner_address = "10.0.0.300";
+    CHECK(error_of([&] { shesha::WorkerTransport w(o); }) == "learner address: not an IPv4 address: '10.0.0.300'");
+    o = worker_options(config, 1, 1);
+    o.model_elems = 0;
+    CHECK(error_of([&] { shesha::WorkerTransport w(o); }) == "model_elems: expected the length of the flat parameter vector, got 0");
+    o = worker_options("/nonexistent/cluster.yaml", 1, 1);
+    CHECK(error_of([&] { shesha::WorkerTransport w(o); }) == "/nonexistent/cluster.yaml: cannot read the file");
+    auto lo = learner_options(config);
+    lo.initial_parameters.clear();
+    CHECK(error_of([&] { shesha::LearnerEndpoint l(lo); }) == "initial_parameters: expected the model's parameters, got none");
+    lo = learner_options(config);
+    lo.port = 70000;
+    CHECK(error_of([&] { shesha::LearnerEndpoint l(lo); }).find("port: expected -1") == 0);
+
+    CHECK(error_of([] { shesha::Environment e("CartPole-v9"); }).find("unknown environment 'CartPole-v9'") == 0);
+    shesha::Environment env("CartPole-v1");
+    env.reset(1);
+    CHECK(error_of([&] { env.step_discrete(2); }) == "action 2 is out of range: CartPole-v1 takes 0..1");
+    const std::vector<double> state{0.01, 0.02, -0.03, 0.04};
+    const auto obs = env.set_state(state);
+    CHECK(obs == std::vector<float>{0.01F, 0.02F, -0.03F, 0.04F});
+    // The first row of tests/envs/test_shesha_env_cli.sh's CartPole trajectory (Gymnasium's numbers).
+    const shesha::StepResult r = env.step_discrete(0);
+    CHECK(r.observation == std::vector<float>{0.0104F, -0.17467919F, -0.0292000007F, 0.323068708F});
+    CHECK(r.reward == 1.0);
+    std::filesystem::remove(config);
+}
