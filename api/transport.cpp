@@ -411,7 +411,10 @@ void LearnerEndpoint::poll(int timeout_ms) {
 }
 
 std::span<const float> LearnerEndpoint::parameters() const noexcept { return impl_->core->parameters(); }
-std::span<float> LearnerEndpoint::mutable_parameters() noexcept { return impl_->core->mutable_parameters(); }
+std::span<float> LearnerEndpoint::mutable_parameters() noexcept {
+    impl_->core->note_parameters_written();  // whatever the caller writes is published next
+    return impl_->core->mutable_parameters();
+}
 bool LearnerEndpoint::publish() { return impl_->core->publish_now(tools::realtime_ns(), tools::monotonic_ns()); }
 std::uint32_t LearnerEndpoint::version() const noexcept { return impl_->core->version(); }
 std::uint32_t LearnerEndpoint::model_elems() const noexcept {

@@ -148,6 +148,8 @@ public:
     std::span<const float> parameters() const noexcept { return parameters_; }
     // For an external optimizer: it writes the parameters, the next publish sends them.
     std::span<float> mutable_parameters() noexcept { return parameters_; }
+    // The parameters were written from outside: the next publish_now() publishes them.
+    void note_parameters_written() noexcept { ++applied_since_publish_; }
     // Accepted chunks go to `handler` instead of the built-in optimizer (empty: built-in again).
     void set_chunk_handler(ChunkHandler handler) { handler_ = std::move(handler); }
     std::span<const float> published() const noexcept { return published_; }

@@ -4,12 +4,14 @@
 # port toward the learner is shaped, so the gradient chunks queue there and merge in the network.
 # The learner must reach a mean evaluation return of 195 on CartPole-v1; the merges, CE echoes and
 # FEEDBACK must be visible in the learner's, the workers' and the switch's counters.
+# With PYTHON_MODULE_DIR (the built `shesha` module), worker 3 is the torch.nn A3C worker of
+# python/examples/a3c_worker.py, on the same switch and learner as the two C++ workers.
 # Needs root and network namespaces; exits 77 (skip) where they are unavailable.
 #
-# usage: test_drl_rack.sh SWITCH LEARNER WORKER SOURCE_DIR
+# usage: test_drl_rack.sh SWITCH LEARNER WORKER SOURCE_DIR [PYTHON_MODULE_DIR]
 set -uo pipefail
 
-SWITCH=$1 LEARNER=$2 WORKER=$3 SRC=$4
+SWITCH=$1 LEARNER=$2 WORKER=$3 SRC=$4 PYMOD=${5:-}
 # shellcheck source=../../tools/lab/rack.sh
 source "$SRC/tools/lab/rack.sh"
 # shellcheck source=../../tools/lab/switch_yaml.sh
@@ -61,11 +63,19 @@ for h in h1 h2 h3; do rack_exec "$h" ping -c 1 -W 1 "$LEARNER_IP" > /dev/null 2>
 host_run h4 "$LEARNER" --config "$CFG" --cluster 1 --bind "$LEARNER_IP" --duration 180 --target-return 195 \
     --metrics-dir "$WORK/m" --workers 3 > "$WORK/learner.log" 2>&1 &
 LP=$!
-for w in 1 2 3; do
+CPP_WORKERS=(1 2 3)
+[ -n "$PYMOD" ] && CPP_WORKERS=(1 2)
+for w in "${CPP_WORKERS[@]}"; do
     host_run "h$w" "$WORKER" --config "$CFG" --cluster 1 --worker-id $w --learner "$LEARNER_IP" --bind "10.77.0.$w" \
         --duration 200 --metrics "$WORK/w$w.json" > "$WORK/w$w.log" 2>&1 &
     pids+=($!)
 done
+if [ -n "$PYMOD" ]; then
+    host_run h3 env PYTHONPATH="$PYMOD" /usr/bin/python3 "$SRC/python/examples/a3c_worker.py" --config "$CFG" \
+        --cluster 1 --worker-id 3 --learner "$LEARNER_IP" --bind 10.77.0.3 --duration 200 \
+        --metrics "$WORK/py3.json" > "$WORK/w3.log" 2>&1 &
+    pids+=($!)
+fi
 wait $LP; rc=$?
 sleep 1.2   # the workers rewrite their metrics once a second
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
@@ -83,10 +93,18 @@ check "merged chunks averaged: contributions > chunks applied" "j('$L', 'chunks.
 check "nothing rejected" "j('$L', 'chunks.rejected_total') == 0 and j('$L', 'decode_errors.total') == 0"
 check "the switch merged on the learner's port" "next(p for p in j('$S', 'ports') if p['name'] == 'h4')['queue']['merged'] > 0"
 check "CE marks seen and echoed by the learner" "j('$L', 'chunks.ce_marked') > 0 and j('$L', 'credits.echoes') > 0"
+CPP_LIST=$(IFS=,; echo "${CPP_WORKERS[*]}",)
 check "workers cut their window (echoes or FEEDBACK)" \
-    "sum(j('$WORK/w%d.json' % w, 'credit.round_reductions') + j('$WORK/w%d.json' % w, 'credit.feedback_reductions') for w in (1, 2, 3)) > 0"
-check "workers received FEEDBACK from the switch" "sum(j('$WORK/w%d.json' % w, 'credit.feedback') for w in (1, 2, 3)) > 0"
+    "sum(j('$WORK/w%d.json' % w, 'credit.round_reductions') + j('$WORK/w%d.json' % w, 'credit.feedback_reductions') for w in ($CPP_LIST)) > 0"
+check "workers received FEEDBACK from the switch" "sum(j('$WORK/w%d.json' % w, 'credit.feedback') for w in ($CPP_LIST)) > 0"
 check "AoM and staleness measured" "j('$L', 'aom.samples') > 0 and j('$L', 'staleness.count') == j('$L', 'chunks.applied')"
+if [ -n "$PYMOD" ]; then
+    P=$WORK/py3.json
+    check "the Python worker's chunks were applied through the switch" \
+        "next(w for w in j('$L', 'workers.list') if w['id'] == 3)['chunks_applied'] > 0"
+    check "the Python worker adopted models and was credited" \
+        "j('$P', 'transport.models_adopted') > 1 and j('$P', 'transport.credits_received') > 0 and j('$P', 'updates') > 0"
+fi
 
 echo
 [ "$failures" -eq 0 ] && { echo "drl rack test: all checks passed"; exit 0; }

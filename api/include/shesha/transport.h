@@ -163,11 +163,12 @@ public:
     // timeout_ms for a datagram when none is waiting.
     void poll(int timeout_ms = 0);
 
-    // The learner's current parameters (written by the built-in optimizer or by you).
+    // The learner's current parameters (written by the built-in optimizer or by you: taking the
+    // mutable span counts as a change, so the next publish sends them).
     std::span<const float> parameters() const noexcept;
     std::span<float> mutable_parameters() noexcept;
-    // Publishes the current parameters as a new version now (if anything was applied since the
-    // last one); returns whether it did.
+    // Publishes the current parameters as a new version now (if anything was applied or written
+    // since the last one); returns whether it did. poll() also publishes on the YAML's cadence.
     bool publish();
 
     std::uint32_t version() const noexcept;
