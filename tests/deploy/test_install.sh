@@ -19,6 +19,7 @@ cleanup() {
     if [ "$failures" -eq 0 ]; then rm -rf "$D"; else echo "artifacts kept in $D"; fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 eval "$(meson introspect "$BUILD" --buildoptions | python3 -c '
 import json, os, sys

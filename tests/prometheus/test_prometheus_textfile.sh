@@ -25,6 +25,7 @@ cleanup() {
     if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 # wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds.
 wait_for() {
     local deadline=$(( $(date +%s) + $1 )); shift

@@ -62,29 +62,35 @@ mkdir -p "$T/key" "$T/run" "$T/state" "$T/spool" "$T/log" "$T/jobs"
 chmod 700 "$T/key"
 chmod 755 "$T/run"
 export SLURM_CONF=$T/slurm.conf
-daemon_pids=()
+stop_pidfile() {  # SIGTERM to the daemon in PIDFILE, SIGKILL if still there after 10 s
+    local p i
+    [ -f "$1" ] || return 0
+    p=$(cat "$1")
+    kill -TERM "$p" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+}
 cleanup() {
     if [ -S "$T/run/munge.sock" ] && [ -f "$T/run/slurmctld.pid" ]; then
-        scancel --quiet --full "$(squeue -h -o %i 2>/dev/null)" 2>/dev/null
+        jobs=$(squeue -h -o %i 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -n "$jobs" ] && scancel --quiet $jobs
         for ((i = 0; i < 100; i++)); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.1; done
     fi
+    for f in slurmd slurmctld; do stop_pidfile "$T/run/$f.pid"; done
     # Job processes of this test (they inherit SLURM_CONF=$T/...), should any outlive their job.
     for e in /proc/[0-9]*/environ; do
         if grep -qzx "SLURM_CONF=$T/slurm.conf" "$e" 2>/dev/null; then
             p=${e#/proc/}; p=${p%/environ}
-            [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && kill -KILL "$p" 2>/dev/null
+            [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && [ "$p" != "$(cat "$T/run/munged.pid" 2>/dev/null)" ] \
+                && kill -KILL "$p" 2>/dev/null
         fi
     done
-    for f in slurmd slurmctld munged; do
-        [ -f "$T/run/$f.pid" ] || continue
-        p=$(cat "$T/run/$f.pid")
-        kill -TERM "$p" 2>/dev/null
-        for ((i = 0; i < 100; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$p" 2>/dev/null
-    done
+    stop_pidfile "$T/run/munged.pid"
     if [ "$failures" -eq 0 ]; then rm -rf "$T"; else echo "artifacts kept in $T (daemons stopped)"; fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 wait_for() {  # wait_for SECONDS COMMAND...: polls every 100 ms
     local deadline=$(( $(date +%s) + $1 )); shift
     until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.1; done
