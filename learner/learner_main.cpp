@@ -24,6 +24,8 @@
 #include "cluster_config.h"
 #include "json_writer.h"
 #include "learner_core.h"
+#include "learner_prometheus.h"
+#include "prometheus.h"
 #include "shesha/transport.h"
 #include "tool_util.h"
 
@@ -46,6 +48,8 @@ struct Options {
     std::string resume;
     std::uint32_t workers_expected = 0;
     bool quiet = false;
+    std::string prometheus_textfile;  // empty: none
+    double prometheus_interval_s = 5.0;
 };
 
 struct EvalJob {
@@ -294,6 +298,10 @@ int run(const Options& o) {
             return kExitUsage;
         }
     }
+    if (!o.prometheus_textfile.empty() && !prom::check_textfile_path(o.prometheus_textfile, error)) {
+        fmt::print(stderr, "shesha-learner: --prometheus-textfile: {}\n", error);
+        return kExitUsage;
+    }
     if (!o.metrics_dir.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(o.metrics_dir, ec);
@@ -371,6 +379,36 @@ int run(const Options& o) {
                                     summary_json(o, core, core.aom(), summary, wall(), final), err))
             fmt::print(stderr, "shesha-learner: {}\n", err);
     };
+    const std::uint64_t prom_period = static_cast<std::uint64_t>(o.prometheus_interval_s * 1e9);
+    std::uint64_t next_prom = start_mono;  // the first file right away: the learner is up
+    bool prom_error_logged = false;
+    const auto write_prometheus = [&] {
+        if (o.prometheus_textfile.empty()) return true;
+        LearnerRunMetrics m;
+        m.cluster = cluster_id;
+        m.env = config.model.env_name;
+        m.wall_s = wall();
+        m.target = o.target;
+        m.target_reached = summary.target_reached;
+        m.evaluations = summary.evaluations;
+        m.last_eval_mean = summary.last_eval_mean;
+        m.last_eval_min = summary.last_eval_min;
+        m.best_eval_mean = summary.best_eval_mean;
+        m.workers_expected = o.workers_expected;
+        m.checkpoints_written = summary.checkpoints_written;
+        m.checkpoint_errors = summary.checkpoint_errors;
+        const shesha::LearnerCounters io = endpoint->counters();
+        m.send_errors = io.send_errors;
+        m.receive_errors = io.receive_errors;
+        std::string err;
+        if (prom::write_textfile(o.prometheus_textfile, learner_prometheus_text(core, m, tools::realtime_ns()), err)) {
+            prom_error_logged = false;
+            return true;
+        }
+        if (!prom_error_logged) fmt::print(stderr, "shesha-learner: prometheus textfile: {}\n", err);
+        prom_error_logged = true;  // once per failure streak
+        return false;
+    };
     const auto checkpoint = [&] {
         if (o.checkpoint.empty()) return;
         std::string err;
@@ -443,17 +481,22 @@ int run(const Options& o) {
             next_ckpt = now_mono + ckpt_period;
             checkpoint();
         }
+        if (!o.prometheus_textfile.empty() && now_mono >= next_prom) {
+            next_prom = now_mono + prom_period;
+            write_prometheus();
+        }
         if (o.duration_s > 0 && wall() >= o.duration_s) stop = true;
     }
     core.publish_now(tools::realtime_ns(), tools::monotonic_ns());
     checkpoint();
     write_json(true);
+    const bool prom_ok = write_prometheus();
     if (csv != nullptr) std::fclose(csv);
     fmt::print("shesha-learner: exit at version {}: {} chunks applied, {} rejected, {} undecodable, {} env steps\n",
                core.version(), core.counters().chunks_applied, (core.reassembler_stats().rejected_total() + core.counters().rejected_total()),
                core.counters().decode_errors_total, core.env_steps());
     if (o.target && !summary.target_reached) return kExitMissed;
-    return 0;
+    return prom_ok ? 0 : kExitMissed;
 }
 
 }  // namespace
@@ -475,6 +518,12 @@ int main(int argc, char** argv) {
     app.add_option("--resume", o.resume, "resume from this checkpoint")->check(CLI::ExistingFile);
     app.add_option("--workers", o.workers_expected, "workers expected (reported in the metrics)")->check(CLI::Range(0, 65535));
     app.add_flag("--quiet", o.quiet, "no progress lines");
+    auto* prom_file = app.add_option("--prometheus-textfile", o.prometheus_textfile,
+                                     "keep a node_exporter textfile-collector file (*.prom) up to date, rewritten "
+                                     "atomically every --prometheus-interval seconds and at exit");
+    app.add_option("--prometheus-interval", o.prometheus_interval_s, "seconds between textfile updates (default 5)")
+        ->check(CLI::Range(0.1, 86400.0))
+        ->needs(prom_file);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -18,6 +18,8 @@ packages=(
   libz3-dev
   # lab and integration tests
   iproute2 ethtool iputils-ping tcpdump iperf3 socat tshark python3-matplotlib python3-yaml
+  # deployment tests: systemd-analyze, node_exporter's textfile collector, a private Slurm
+  systemd prometheus-node-exporter munge slurmctld slurmd slurm-client
 )
 
 missing=()
@@ -37,5 +39,14 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer once, non-interactively.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+# Daemon packages (node_exporter, munge, slurm) must not start their system services here: the
+# tests start private instances. Where no policy-rc.d exists, one that denies starts is put in
+# place for the install and removed afterwards.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# temporary, tools/install-deps.sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

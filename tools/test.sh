@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 ./tools/install-deps.sh
 if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release
+  meson setup build --buildtype=release --prefix=/usr
 else
   meson setup --reconfigure build >/dev/null
 fi

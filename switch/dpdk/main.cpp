@@ -4,6 +4,7 @@
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "init.h"
 #include "lcore_loops.h"
+#include "prometheus.h"
 #include "stats.h"
 #include "switch.h"
 #include "switch_config.h"
@@ -35,6 +37,8 @@ struct Options {
     std::string config_path;
     std::optional<double> duration_s;
     std::optional<std::string> stats_json;
+    std::string prometheus_textfile;         // empty: none
+    double prometheus_interval_s = 5.0;
     std::optional<std::string> aggregation;  // on|off
     std::optional<std::string> feedback;     // on|off
     std::string log_level = "info";
@@ -70,6 +74,12 @@ int main(int argc, char** argv) {
     app.add_option("--duration", opt.duration_s, "stop after this many seconds (default: run until SIGINT/SIGTERM)")
         ->check(CLI::PositiveNumber);
     app.add_option("--stats-json", opt.stats_json, "write final statistics as JSON to FILE (overrides stats.json)");
+    auto* prom_file = app.add_option("--prometheus-textfile", opt.prometheus_textfile,
+                                     "keep a node_exporter textfile-collector file (*.prom) with every counter up to "
+                                     "date, rewritten atomically every --prometheus-interval seconds and at exit");
+    app.add_option("--prometheus-interval", opt.prometheus_interval_s, "seconds between textfile updates (default 5)")
+        ->check(CLI::Range(0.1, 86400.0))
+        ->needs(prom_file);
     app.add_option("--aggregation", opt.aggregation, "in-network gradient merging (overrides aggregation.enabled)")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--feedback", opt.feedback, "FEEDBACK to senders of marked gradients (overrides feedback.enabled)")
@@ -97,6 +107,13 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     if (opt.stats_json) cfg.stats_json = *opt.stats_json;
+    if (!opt.prometheus_textfile.empty()) {
+        std::string error;
+        if (!prom::check_textfile_path(opt.prometheus_textfile, error))
+            return usage_error("--prometheus-textfile: " + error);
+    }
+    // The textfile's switch label: the config's file name without .yaml (systemd: the instance).
+    const std::string switch_name = std::filesystem::path(opt.config_path).stem().string();
     if (opt.aggregation) cfg.aggregation = *opt.aggregation == "on";
     if (opt.feedback) cfg.feedback = *opt.feedback == "on";
 
@@ -139,6 +156,21 @@ int main(int argc, char** argv) {
         const std::uint64_t stats_every = std::uint64_t{cfg.stats_interval_s} * hz;
         std::uint64_t next_stats = start + stats_every;
         sw::SwitchSnapshot prev = the_switch.snapshot(start);
+        const bool prometheus = !opt.prometheus_textfile.empty();
+        const auto prom_every = static_cast<std::uint64_t>(opt.prometheus_interval_s * static_cast<double>(hz));
+        std::uint64_t next_prom = start + prom_every;
+        bool prom_error_logged = false;
+        auto write_prometheus = [&](const sw::SwitchSnapshot& snap) {
+            std::string error;
+            if (prom::write_textfile(opt.prometheus_textfile, sw::stats_to_prometheus(snap, cfg, switch_name), error)) {
+                prom_error_logged = false;
+                return true;
+            }
+            if (!prom_error_logged) spdlog::error("prometheus textfile: {}", error);
+            prom_error_logged = true;  // once per failure streak, not every interval
+            return false;
+        };
+        if (prometheus) write_prometheus(prev);
 
         spdlog::info("shesha-switch running: {} port(s), {} lcore(s), aggregation {}, feedback {}{}", port_ids.size(),
                      cfg.lcores, cfg.aggregation ? "on" : "off", cfg.feedback ? "on" : "off",
@@ -155,6 +187,10 @@ int main(int argc, char** argv) {
                 spdlog::info("{}", sw::format_rate_line(cur, prev));
                 prev = std::move(cur);
             }
+            if (prometheus && now >= next_prom) {
+                next_prom = now + prom_every;
+                write_prometheus(the_switch.snapshot(now));
+            }
             return true;
         };
         sw::run_switch(the_switch, control, std::max<std::uint64_t>(hz / 1000, 1));
@@ -164,6 +200,10 @@ int main(int argc, char** argv) {
         const sw::SwitchSnapshot final_stats = the_switch.snapshot(rte_rdtsc());
         std::fputs(sw::format_summary(final_stats).c_str(), stdout);
         std::fflush(stdout);
+        if (prometheus) {
+            if (write_prometheus(final_stats)) spdlog::info("prometheus textfile written to {}", opt.prometheus_textfile);
+            else rc = kExitRuntime;
+        }
         if (!cfg.stats_json.empty()) {
             std::string error;
             if (sw::write_stats_json(cfg.stats_json, final_stats, cfg, error)) {

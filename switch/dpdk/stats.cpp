@@ -13,6 +13,7 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include "prometheus.h"
 #include "switch.h"
 
 namespace shesha::sw {
@@ -42,12 +43,21 @@ std::string json_string(std::string_view s) {
 
 std::string json_number(double v) { return fmt::format("{:.3f}", v); }
 
-using Fields = std::vector<std::pair<std::string, std::uint64_t>>;
+// The one counter table: each section below lists its fields once, and the stats JSON, the
+// telemetry commands and the Prometheus textfile all print from it. kind only matters to
+// Prometheus: a counter only grows, a gauge goes up and down, a label describes the port.
+enum class Kind { Counter, Gauge, Label };
+struct Field {
+    std::string name;
+    std::uint64_t value;
+    Kind kind = Kind::Counter;
+};
+using Fields = std::vector<Field>;
 
 Fields port_fields(const PortSnapshot& p) {
     return {
-        {"port_id", p.port_id},
-        {"shaper_rate_bps", p.shaper_rate_bps},
+        {"port_id", p.port_id, Kind::Label},
+        {"shaper_rate_bps", p.shaper_rate_bps, Kind::Gauge},
         {"rx_packets", p.rx_packets},
         {"rx_bytes", p.rx_bytes},
         {"rx_missed", p.rx_missed},
@@ -58,7 +68,7 @@ Fields port_fields(const PortSnapshot& p) {
         {"tx_contributions", p.tx.contributions},
         {"tx_refused", p.tx.refused},
         {"tx_dropped", p.tx.dropped},
-        {"tx_pending", p.tx_pending},
+        {"tx_pending", p.tx_pending, Kind::Gauge},
         {"flooded", p.tx.flooded},
         {"filtered", p.tx.filtered},
     };
@@ -67,9 +77,9 @@ Fields port_fields(const PortSnapshot& p) {
 Fields queue_fields(const PortSnapshot& p) {
     const auto& q = p.queue;
     return {
-        {"capacity", p.queue_capacity},
-        {"depth", p.queue_depth},
-        {"depth_bytes", p.queue_depth_bytes},
+        {"capacity", p.queue_capacity, Kind::Gauge},
+        {"depth", p.queue_depth, Kind::Gauge},
+        {"depth_bytes", p.queue_depth_bytes, Kind::Gauge},
         {"enqueued", q.enqueued},
         {"enqueued_bytes", q.enqueued_bytes},
         {"merged", q.merged},
@@ -82,11 +92,11 @@ Fields queue_fields(const PortSnapshot& p) {
         {"dequeued_bytes", q.dequeued_bytes},
         {"marked", q.marked},
         {"ecn_ce_set", q.ecn_ce_set},
-        {"depth_max", q.depth_max},
+        {"depth_max", q.depth_max, Kind::Gauge},
         {"depth_sum", q.depth_sum},
         {"depth_samples", q.depth_samples},
         {"sojourn_sum_ticks", q.sojourn_sum_ticks},
-        {"sojourn_max_ticks", q.sojourn_max_ticks},
+        {"sojourn_max_ticks", q.sojourn_max_ticks, Kind::Gauge},
         {"bypassed", q.bypassed},
     };
 }
@@ -94,10 +104,10 @@ Fields queue_fields(const PortSnapshot& p) {
 // Telemetry has no floating point values in DPDK 22.11: derived values are scaled integers.
 Fields queue_derived_integer_fields(const PortSnapshot& p) {
     return {
-        {"mean_depth_milli", static_cast<std::uint64_t>(p.mean_depth * 1000.0)},
-        {"mean_sojourn_ns", static_cast<std::uint64_t>(p.mean_sojourn_us * 1000.0)},
-        {"max_sojourn_ns", static_cast<std::uint64_t>(p.max_sojourn_us * 1000.0)},
-        {"merge_permille", static_cast<std::uint64_t>(p.merge_ratio * 1000.0)},
+        {"mean_depth_milli", static_cast<std::uint64_t>(p.mean_depth * 1000.0), Kind::Gauge},
+        {"mean_sojourn_ns", static_cast<std::uint64_t>(p.mean_sojourn_us * 1000.0), Kind::Gauge},
+        {"max_sojourn_ns", static_cast<std::uint64_t>(p.max_sojourn_us * 1000.0), Kind::Gauge},
+        {"merge_permille", static_cast<std::uint64_t>(p.merge_ratio * 1000.0), Kind::Gauge},
     };
 }
 
@@ -109,7 +119,7 @@ Fields malformed_fields(const SwitchSnapshot& s) {
 }
 
 Fields fdb_fields(const SwitchSnapshot& s) {
-    return {{"size", s.fdb_size},         {"capacity", s.fdb_capacity}, {"learned", s.fdb.learned},
+    return {{"size", s.fdb_size, Kind::Gauge}, {"capacity", s.fdb_capacity, Kind::Gauge}, {"learned", s.fdb.learned},
             {"moved", s.fdb.moved},       {"aged_out", s.fdb.aged_out}, {"table_full", s.fdb.table_full}};
 }
 
@@ -143,7 +153,7 @@ Fields internal_fields(const SwitchSnapshot& s) {
 
 void append_fields(std::string& out, const Fields& fields, bool trailing_comma) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
-        out += fmt::format("{}: {}", json_string(fields[i].first), fields[i].second);
+        out += fmt::format("{}: {}", json_string(fields[i].name), fields[i].value);
         if (i + 1 < fields.size() || trailing_comma) out += ", ";
     }
 }
@@ -274,6 +284,76 @@ bool write_stats_json(const std::string& path, const SwitchSnapshot& s, const co
     return true;
 }
 
+// ---- Prometheus textfile ----------------------------------------------------------------------
+
+namespace {
+
+// shesha_<section>_<field>, "_total" appended to counters; a field named "total" is the section's
+// own total (malformed.total -> shesha_malformed_total).
+std::string prom_name(std::string_view section, const Field& f) {
+    std::string n = fmt::format("shesha_{}", section);
+    if (f.name != "total") n += "_" + f.name;
+    if (f.kind == Kind::Counter && !n.ends_with("_total")) n += "_total";
+    return n;
+}
+
+void prom_section(prom::TextWriter& w, std::string_view section, std::string_view json_path, const Fields& fields,
+                  const prom::Labels& labels) {
+    for (const Field& f : fields) {
+        if (f.kind == Kind::Label) continue;
+        const bool counter = f.kind == Kind::Counter;
+        w.add(prom_name(section, f), counter ? prom::Type::Counter : prom::Type::Gauge,
+              fmt::format("shesha-switch stats JSON {}.{} ({}; docs/switch.md)", json_path, f.name,
+                          counter ? "total since start" : "current value"),
+              labels, f.value);
+    }
+}
+
+}  // namespace
+
+std::string stats_to_prometheus(const SwitchSnapshot& s, const core::SwitchConfig& cfg, const std::string& switch_name) {
+    using prom::Type;
+    prom::TextWriter w;
+    const prom::Labels sw_label{{"switch", switch_name}};
+    w.add("shesha_switch_info", Type::Gauge, "Constant 1; labels: merge kernel (simd) and stats JSON schema",
+          {{"switch", switch_name}, {"simd", s.simd}, {"schema", kStatsSchema}}, std::uint64_t{1});
+    w.add("shesha_switch_uptime_seconds", Type::Gauge, "shesha-switch stats JSON uptime_s", sw_label, s.uptime_s);
+    w.add("shesha_switch_tsc_hz", Type::Gauge, "shesha-switch stats JSON tsc_hz (ticks per second of *_ticks)", sw_label,
+          s.tsc_hz);
+    w.add("shesha_switch_lcores", Type::Gauge, "shesha-switch stats JSON lcores", sw_label, std::uint64_t{s.lcores});
+    w.add("shesha_switch_aggregation_enabled", Type::Gauge, "shesha-switch stats JSON aggregation (1 = on)", sw_label,
+          std::uint64_t{cfg.aggregation});
+    w.add("shesha_switch_feedback_enabled", Type::Gauge, "shesha-switch stats JSON feedback_enabled (1 = on)", sw_label,
+          std::uint64_t{cfg.feedback});
+    for (const PortSnapshot& p : s.ports) {
+        const prom::Labels labels{{"switch", switch_name}, {"port", p.name}};
+        const Fields pf = port_fields(p);
+        prom::Labels info = labels;
+        info.emplace_back("device", p.device);
+        for (const Field& f : pf)
+            if (f.kind == Kind::Label) info.emplace_back(f.name, std::to_string(f.value));
+        w.add("shesha_port_info", Type::Gauge, "Constant 1; labels: the port's DPDK device and ethdev port id", info,
+              std::uint64_t{1});
+        prom_section(w, "port", "ports[]", pf, labels);
+        prom_section(w, "queue", "ports[].queue", queue_fields(p), labels);
+        w.add("shesha_queue_mean_depth", Type::Gauge, "shesha-switch stats JSON ports[].queue.mean_depth (depth seen by arrivals)",
+              labels, p.mean_depth);
+        w.add("shesha_queue_mean_sojourn_us", Type::Gauge, "shesha-switch stats JSON ports[].queue.mean_sojourn_us", labels,
+              p.mean_sojourn_us);
+        w.add("shesha_queue_max_sojourn_us", Type::Gauge, "shesha-switch stats JSON ports[].queue.max_sojourn_us", labels,
+              p.max_sojourn_us);
+        w.add("shesha_queue_merge_ratio", Type::Gauge, "shesha-switch stats JSON ports[].queue.merge_ratio (merged / mergeable)",
+              labels, p.merge_ratio);
+    }
+    prom_section(w, "frames", "frames", frame_fields(s), sw_label);
+    prom_section(w, "malformed", "malformed", malformed_fields(s), sw_label);
+    prom_section(w, "gradients", "gradients", gradient_fields(s), sw_label);
+    prom_section(w, "feedback", "feedback", feedback_fields(s), sw_label);
+    prom_section(w, "fdb", "fdb", fdb_fields(s), sw_label);
+    prom_section(w, "internal", "internal", internal_fields(s), sw_label);
+    return w.str();
+}
+
 // ---- telemetry ---------------------------------------------------------------------------------
 
 namespace {
@@ -290,7 +370,7 @@ std::string tel_key(std::string_view s) {
 }
 
 void add_fields(rte_tel_data* d, const Fields& fields, const std::string& prefix = {}) {
-    for (const auto& [key, value] : fields) rte_tel_data_add_dict_u64(d, tel_key(prefix + key).c_str(), value);
+    for (const Field& f : fields) rte_tel_data_add_dict_u64(d, tel_key(prefix + f.name).c_str(), f.value);
 }
 
 // Without parameters: every port, keys "<port>/<field>". With a port name or index: that port only.

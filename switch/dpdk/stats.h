@@ -26,6 +26,10 @@ std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg
 // Writes the JSON atomically (temporary file + rename). Returns false and sets error on failure.
 bool write_stats_json(const std::string& path, const SwitchSnapshot& s, const core::SwitchConfig& cfg,
                       std::string& error);
+// The same counters in Prometheus text format (node_exporter textfile collector): every numeric
+// field of the stats JSON, from the same tables, named shesha_<section>_<field> ("_total" for
+// counters), labelled switch=switch_name and, per port, port=<name>. docs/deployment.md.
+std::string stats_to_prometheus(const SwitchSnapshot& s, const core::SwitchConfig& cfg, const std::string& switch_name);
 
 // Registers /shesha/ports, /shesha/queues, /shesha/malformed, /shesha/fdb and /shesha/config (once
 // per process) and points them at sw; they answer from Switch::snapshot() on the telemetry thread.
