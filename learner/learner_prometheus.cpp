@@ -41,6 +41,19 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
         w.add("shesha_learner_chunks_rejected_total", Type::Counter, "GRADIENT chunks rejected, by reason (chunks.rejected)",
               {l[0], {"reason", tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i)))}},
               r.rejected[i]);
+    // The learner's own rejections (docs/aom.md, "How the learner applies a chunk").
+    const std::pair<const char*, std::uint64_t> hardening[] = {
+        {"too_stale", c.rejected_too_stale}, {"too_new", c.rejected_too_new},
+        {"magnitude", c.rejected_magnitude}, {"rolled_back", c.steps_rolled_back}};
+    for (const auto& [reason, n] : hardening)
+        w.add("shesha_learner_chunks_rejected_total", Type::Counter, "GRADIENT chunks rejected, by reason (chunks.rejected)",
+              {l[0], {"reason", reason}}, n);
+    counter("shesha_learner_chunks_clipped_total", "Chunks scaled down to learner.max_grad_norm (chunks.clipped)",
+            c.chunks_clipped);
+    counter("shesha_learner_not_admitted_total", "Datagrams from sources or worker ids not admitted (not_admitted)",
+            c.not_admitted);
+    counter("shesha_learner_models_withheld_total", "MODEL copies withheld: the worker's model_budget was spent (model.withheld)",
+            c.models_withheld);
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
         w.add("shesha_learner_decode_errors_total", Type::Counter, "Undecodable datagrams, by reason (decode_errors)",
               {l[0], {"reason", tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i)))}},

@@ -169,6 +169,9 @@ def learner(url, learner_json, cluster):
         ('shesha_learner_workers_known', j['workers']['known']),
         ('shesha_learner_env_steps_total', j['env_steps']),
         ('shesha_learner_datagrams_total', j['datagrams']),
+        ('shesha_learner_chunks_clipped_total', j['chunks']['clipped']),
+        ('shesha_learner_not_admitted_total', j['not_admitted']),
+        ('shesha_learner_models_withheld_total', j['model']['withheld']),
     ]
     for name, want in pairs:
         got = one(name)
