@@ -1,10 +1,12 @@
 // Optimizers on flat fp32 vectors. Plain C++ (no libtorch): they are a few element-wise loops, and
 // keeping them here lets gradient merging code and tests use them without torch headers.
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "model.h"
+#include "optimizer_kernels.h"
 
 namespace shesha::rl {
 
@@ -31,10 +33,7 @@ public:
         if (parameters.size() != count_ || gradient.size() != count_) {
             return false;
         }
-        const float step = config_.learning_rate * scale;
-        for (std::size_t i = 0; i < count_; ++i) {
-            parameters[i] -= step * gradient[i];
-        }
+        kernels::sgd(parameters.data(), gradient.data(), count_, config_.learning_rate * scale);
         ++steps_;
         return true;
     }
@@ -74,12 +73,8 @@ public:
         if (parameters.size() != count || gradient.size() != count) {
             return false;
         }
-        const float alpha = config_.rmsprop_alpha;
-        for (std::size_t i = 0; i < count; ++i) {
-            const float g = gradient[i] * scale;
-            square_average_[i] = alpha * square_average_[i] + (1.0F - alpha) * g * g;
-            parameters[i] -= config_.learning_rate * g / std::sqrt(square_average_[i] + config_.epsilon);
-        }
+        kernels::rmsprop(parameters.data(), square_average_.data(), gradient.data(), count, scale, config_.learning_rate,
+                         config_.rmsprop_alpha, config_.epsilon);
         ++steps_;
         return true;
     }
@@ -123,21 +118,11 @@ public:
             return false;
         }
         ++steps_;
-        const double t = static_cast<double>(steps_);
-        const auto correction1 = static_cast<float>(1.0 - std::pow(config_.adam_beta1, t));
-        const auto correction2 = static_cast<float>(1.0 - std::pow(config_.adam_beta2, t));
-        const float step_size = config_.learning_rate / correction1;
-        const float sqrt_correction2 = std::sqrt(correction2);
-        const float beta1 = config_.adam_beta1;
-        const float beta2 = config_.adam_beta2;
-        for (std::size_t i = 0; i < count; ++i) {
-            const float g = gradient[i] * scale;
-            first_moment_[i] = beta1 * first_moment_[i] + (1.0F - beta1) * g;
-            second_moment_[i] = beta2 * second_moment_[i] + (1.0F - beta2) * g * g;
-            const float denominator =
-                std::sqrt(second_moment_[i]) / sqrt_correction2 + config_.epsilon;
-            parameters[i] -= step_size * first_moment_[i] / denominator;
-        }
+        const Corrections& k = corrections(steps_);
+        const float step_size = config_.learning_rate / k.correction1;
+        const float sqrt_correction2 = std::sqrt(k.correction2);
+        kernels::adam(parameters.data(), first_moment_.data(), second_moment_.data(), gradient.data(), count, scale,
+                      step_size, config_.adam_beta1, config_.adam_beta2, sqrt_correction2, config_.epsilon);
         return true;
     }
     std::size_t parameter_count() const override { return first_moment_.size(); }
@@ -170,6 +155,26 @@ public:
     }
 
 private:
+    // Bias corrections 1 - beta^t. Two std::pow per step cost as much as the arithmetic on a
+    // 256-element chunk; every chunk's optimizer walks the same t = 1, 2, 3, ..., so a small
+    // per-thread memo of exact pow results serves them all (same values, bit for bit).
+    struct Corrections {
+        std::uint64_t t = 0;
+        float beta1 = 0, beta2 = 0;
+        float correction1 = 0, correction2 = 0;
+    };
+    const Corrections& corrections(std::uint64_t t) const {
+        static thread_local std::array<Corrections, 64> memo{};
+        Corrections& e = memo[t & 63];
+        if (e.t != t || e.beta1 != config_.adam_beta1 || e.beta2 != config_.adam_beta2) {
+            const double td = static_cast<double>(t);
+            e = {t, config_.adam_beta1, config_.adam_beta2,
+                 static_cast<float>(1.0 - std::pow(config_.adam_beta1, td)),
+                 static_cast<float>(1.0 - std::pow(config_.adam_beta2, td))};
+        }
+        return e;
+    }
+
     OptimizerConfig config_;
     std::vector<float> first_moment_;
     std::vector<float> second_moment_;

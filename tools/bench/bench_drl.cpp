@@ -33,6 +33,7 @@
 #include "model.h"
 #include "protocol.h"
 #include "tool_util.h"
+#include "optimizer_kernels.h"
 #include "transport/credit_sender.h"
 
 namespace shesha::bench {
@@ -137,6 +138,12 @@ Table run_learner_bench(const RunOptions& opt) {
         from.sin_port = htons(40000);
         from.sin_addr.s_addr = htonl(0x7f000001);
 
+        // The optimizers at every SIMD level the CPU has (rl/optimizer_kernels.h), interleaved.
+        std::vector<rl::kernels::Level> levels{rl::kernels::Level::Scalar};
+        if (rl::kernels::best_level() >= rl::kernels::Level::Avx2) levels.push_back(rl::kernels::Level::Avx2);
+        if (rl::kernels::best_level() >= rl::kernels::Level::Avx512) levels.push_back(rl::kernels::Level::Avx512);
+        const rl::kernels::Level active = rl::kernels::active_level();
+        std::vector<std::vector<double>> level_samples(3 * levels.size());
         std::vector<std::vector<double>> samples(5 + cores.size());
         std::vector<std::uint64_t> core_elems(cores.size(), 0);
         for (int r = 0; r < reps; ++r) {
@@ -151,6 +158,13 @@ Table run_learner_bench(const RunOptions& opt) {
             samples[2].push_back(params_per_second(window, chunk, [&] { sgd->apply(params, grad, 1.0F); }));
             samples[3].push_back(params_per_second(window, chunk, [&] { rms->apply(params, grad, 1.0F); }));
             samples[4].push_back(params_per_second(window, chunk, [&] { adam->apply(params, grad, 1.0F); }));
+            for (std::size_t l = 0; l < levels.size(); ++l) {
+                rl::kernels::set_level(levels[l]);
+                level_samples[3 * l].push_back(params_per_second(window, chunk, [&] { sgd->apply(params, grad, 1.0F); }));
+                level_samples[3 * l + 1].push_back(params_per_second(window, chunk, [&] { rms->apply(params, grad, 1.0F); }));
+                level_samples[3 * l + 2].push_back(params_per_second(window, chunk, [&] { adam->apply(params, grad, 1.0F); }));
+            }
+            rl::kernels::set_level(active);
             for (std::size_t c = 0; c < cores.size(); ++c) {
                 CorePath& cp = cores[c];
                 // Elements per call vary (the last chunk is short): count them exactly.
@@ -181,6 +195,15 @@ Table run_learner_bench(const RunOptions& opt) {
             const double rate = median(samples[i]);
             const std::string name = i < 5 ? names[i] : cores[i - 5].name;
             t.add_row({std::to_string(chunk), name, rate / 1e6, 1e9 * chunk / rate, rate / memcpy_rate});
+        }
+        for (std::size_t l = 0; l < levels.size(); ++l) {
+            const std::string level(rl::kernels::to_string(levels[l]));
+            for (int k = 0; k < 3; ++k) {
+                const double rate = median(level_samples[3 * l + k]);
+                const char* kind = k == 0 ? "sgd" : k == 1 ? "rmsprop" : "adam";
+                t.add_row({std::to_string(chunk), std::string("Optimizer ") + kind + " at " + level, rate / 1e6,
+                           1e9 * chunk / rate, rate / memcpy_rate});
+            }
         }
         for (std::size_t c = 0; c < cores.size(); ++c) {
             const auto& k = cores[c].core->counters();
