@@ -2,6 +2,7 @@
 // keeping them here lets gradient merging code and tests use them without torch headers.
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,19 @@
 namespace shesha::rl {
 
 namespace {
+
+// Whether every element is finite (and >= 0 when it must be): branch-free, so it vectorises; it
+// runs after every step (the learner's rollback check).
+bool usable(std::span<const float> buffer, bool nonnegative) noexcept {
+    std::uint32_t bad = 0;
+    for (const float x : buffer) {
+        std::uint32_t u;
+        std::memcpy(&u, &x, sizeof u);
+        bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+        if (nonnegative) bad |= static_cast<std::uint32_t>(x < 0.0F);
+    }
+    return bad == 0;
+}
 
 // The first element of `buffer` that is not finite (or negative, when it must not be), described.
 std::string check_buffer(std::span<const float> buffer, std::size_t index, const char* name, bool nonnegative) {
@@ -97,7 +111,7 @@ public:
     std::string check_state(const OptimizerState& state) const override {
         return state.buffers.empty() ? std::string{} : check_buffer(state.buffers[0], 0, "squared-gradient average", true);
     }
-    bool state_finite() const override { return check_buffer(square_average_, 0, "", true).empty(); }
+    bool state_finite() const override { return usable(square_average_, true); }
 
 private:
     OptimizerConfig config_;
@@ -150,9 +164,7 @@ public:
         if (why.empty() && state.buffers.size() > 1) why = check_buffer(state.buffers[1], 1, "second moment", true);
         return why;
     }
-    bool state_finite() const override {
-        return check_buffer(first_moment_, 0, "", false).empty() && check_buffer(second_moment_, 1, "", true).empty();
-    }
+    bool state_finite() const override { return usable(first_moment_, false) && usable(second_moment_, true); }
 
 private:
     // Bias corrections 1 - beta^t. Two std::pow per step cost as much as the arithmetic on a

@@ -1,6 +1,7 @@
 #include "learner_core.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -264,11 +265,27 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
     const auto slice = transport::chunk_slice(layout_, std::span<float>(scratch_), h.chunk_index);
     const float average = 1.0F / static_cast<float>(h.contrib_count);
     // Magnitude bound and norm of the averaged chunk (what the optimizer will see at scale 1).
-    float peak = 0.0F;
+    // Eight accumulators in a fixed order: the same sum on every machine (the clip factor
+    // depends on it), without one long dependency chain.
+    std::array<double, 8> squares{};
+    std::array<float, 8> peaks{};
+    std::size_t i = 0;
+    for (; i + 8 <= slice.size(); i += 8)
+        for (std::size_t k = 0; k < 8; ++k) {
+            const float x = slice[i + k];
+            squares[k] += static_cast<double>(x) * static_cast<double>(x);
+            peaks[k] = std::max(peaks[k], std::fabs(x));
+        }
+    for (std::size_t k = 0; i < slice.size(); ++i, ++k) {
+        const float x = slice[i];
+        squares[k] += static_cast<double>(x) * static_cast<double>(x);
+        peaks[k] = std::max(peaks[k], std::fabs(x));
+    }
     double square_sum = 0.0;
-    for (const float x : slice) {
-        peak = std::max(peak, std::fabs(x));
-        square_sum += static_cast<double>(x) * static_cast<double>(x);
+    float peak = 0.0F;
+    for (std::size_t k = 0; k < 8; ++k) {
+        square_sum += squares[k];
+        peak = std::max(peak, peaks[k]);
     }
     const double norm = std::sqrt(square_sum) * average;
     if (l.max_abs_element > 0 && static_cast<double>(peak) * average > l.max_abs_element) {
