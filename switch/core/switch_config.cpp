@@ -161,7 +161,7 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
                      const std::optional<Value>& default_depth) {
     PortConfig p;
     p.marking = marking_defaults;
-    const MapView map = r.map(v, {"name", "device", "rx_desc", "tx_desc", "shaper", "queue", "marking"});
+    const MapView map = r.map(v, {"name", "device", "rx_desc", "tx_desc", "mtu", "shaper", "queue", "marking"});
     const Value name = map.require("name");
     p.name = r.string(name, "a port name (letters, digits, '-', '_' or '.', at most 32)");
     if (!valid_port_name(p.name))
@@ -170,6 +170,7 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
                         "a DPDK device: a vdev like net_af_packet0,iface=veth0 or a PCI address like 0000:3b:00.0");
     if (auto x = map.get("rx_desc")) p.rx_desc = static_cast<std::uint16_t>(r.uint(*x, 32, 32768));
     if (auto x = map.get("tx_desc")) p.tx_desc = static_cast<std::uint16_t>(r.uint(*x, 32, 32768));
+    if (auto x = map.get("mtu")) p.mtu = static_cast<std::uint16_t>(r.uint(*x, kMinMtu, kMaxMtu));
     if (auto x = map.get("shaper")) {
         const MapView shaper = r.map(*x, {"rate", "burst_bytes"});
         if (auto y = shaper.get("rate")) p.shaper.rate_bps = read_rate(r, *y, kMinRateBps, kMaxRateBps);
@@ -276,7 +277,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     for (std::size_t i = 0; i < port_values.size(); ++i) {
         PortConfig p = read_port(r, port_values[i], marking_defaults, default_depth);
         for (std::size_t j = 0; j < cfg.ports.size(); ++j) {
-            const MapView map = r.map(port_values[i], {"name", "device", "rx_desc", "tx_desc", "shaper", "queue", "marking"});
+            const MapView map = r.map(port_values[i], {"name", "device", "rx_desc", "tx_desc", "mtu", "shaper", "queue", "marking"});
             if (cfg.ports[j].name == p.name)
                 r.fail(map.require("name"), fmt::format("duplicate port name '{}' (first used by ports[{}])", p.name, j));
             if (cfg.ports[j].device == p.device)
@@ -513,6 +514,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
         out << YAML::Key << "device" << YAML::Value << YAML::DoubleQuoted << p.device;
         out << YAML::Key << "rx_desc" << YAML::Value << p.rx_desc;
         out << YAML::Key << "tx_desc" << YAML::Value << p.tx_desc;
+        out << YAML::Key << "mtu" << YAML::Value << p.mtu;
         out << YAML::Key << "shaper" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "rate" << YAML::Value << format_rate(p.shaper.rate_bps)
             << YAML::Key << "burst_bytes" << YAML::Value << format_bytes(p.shaper.burst_bytes) << YAML::EndMap;

@@ -36,11 +36,16 @@ struct MarkingConfig {
     bool operator==(const MarkingConfig&) const = default;
 };
 
+inline constexpr std::uint16_t kMinMtu = 68;
+inline constexpr std::uint16_t kMaxMtu = 9000;
+inline constexpr std::uint32_t kFrameOverhead = 18;  // Ethernet header and one VLAN tag, no CRC
+
 struct PortConfig {
     std::string name;                  // unique, used in logs, stats and static FDB entries
     std::string device;                // DPDK device: a vdev spec ("net_af_xdp0,iface=veth0") or a PCI address
     std::uint16_t rx_desc = 1024;
     std::uint16_t tx_desc = 1024;
+    std::uint16_t mtu = 1500;          // IP MTU; frames up to mtu + 18 (Ethernet + one VLAN tag)
     ShaperConfig shaper;
     std::uint32_t queue_packets = 1024;
     std::uint64_t queue_bytes = 4u << 20;

@@ -55,6 +55,7 @@ struct alignas(64) PortTxCounters {
     std::uint64_t flooded = 0;          // frames received on this port that were flooded
     std::uint64_t filtered = 0;         // destination learned on the ingress port itself: dropped
     std::uint64_t queue_drops = 0;      // tail drops into this port's queue
+    std::uint64_t too_big = 0;          // frames longer than this port's mtu allows: dropped
 };
 
 // Global counters of the egress-owner lcore.

@@ -1,6 +1,14 @@
 #include "init.h"
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -63,11 +71,17 @@ bool init_eal(const std::vector<std::string>& args, std::string& error) {
 
 rte_mempool* create_mbuf_pool(const core::SwitchConfig& cfg, const std::string& name) {
     const unsigned cache = std::min(256u, cfg.mbufs / 8);
-    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), cfg.mbufs, cache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+    // One segment per frame: the data room holds the largest frame of any port (the switch never
+    // merges or marks a multi-segment frame), at least DPDK's default 2 KB.
+    std::uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+    for (const auto& p : cfg.ports)
+        data_room = std::max<std::uint32_t>(data_room, RTE_PKTMBUF_HEADROOM + p.mtu + core::kFrameOverhead);
+    data_room = (data_room + 63) & ~63u;
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), cfg.mbufs, cache, 0, static_cast<std::uint16_t>(data_room),
                                                 static_cast<int>(rte_socket_id()));
     if (pool == nullptr)
-        throw InitError(fmt::format("cannot create mbuf pool '{}' of {} mbufs: {} (more EAL memory: -m)", name,
-                                    cfg.mbufs, rte_strerror(rte_errno)));
+        throw InitError(fmt::format("cannot create mbuf pool '{}' of {} mbufs of {} bytes: {} (more EAL memory: -m)", name,
+                                    cfg.mbufs, data_room, rte_strerror(rte_errno)));
     return pool;
 }
 
@@ -94,13 +108,68 @@ std::uint16_t attach_port(const core::PortConfig& port) {
     throw InitError(fmt::format("port '{}': device '{}' probed but no ethdev named '{}'", port.name, port.device, name));
 }
 
+namespace {
+
+// The value of `key=` in a vdev string ("net_af_packet0,iface=x,framesz=4096"), if present.
+std::optional<std::string> devarg(const std::string& device, std::string_view key) {
+    std::size_t at = 0;
+    while ((at = device.find(',', at)) != std::string::npos) {
+        ++at;
+        if (device.compare(at, key.size(), key) == 0 && device.size() > at + key.size() && device[at + key.size()] == '=') {
+            const std::size_t start = at + key.size() + 1;
+            return device.substr(start, device.find(',', start) - start);
+        }
+    }
+    return std::nullopt;
+}
+
+void check_af_packet_mtu(const core::PortConfig& port, std::uint32_t frame) {
+    // The PMD's ring frames (TPACKET_V2) hold a header before the packet: 64 bytes cover it.
+    constexpr std::uint32_t kTpacketHeader = 64;
+    const auto framesz_text = devarg(port.device, "framesz");
+    const std::uint32_t framesz = framesz_text ? static_cast<std::uint32_t>(std::strtoul(framesz_text->c_str(), nullptr, 10)) : 2048;
+    if (frame + kTpacketHeader > framesz)
+        throw InitError(fmt::format("port '{}' ({}): mtu {} needs {}-byte frames, but the af_packet ring frames are {} "
+                                    "bytes (framesz{}): set framesz={} or more, with blocksz= a multiple of it",
+                                    port.name, port.device, port.mtu, frame, framesz, framesz_text ? "" : " default",
+                                    (frame + kTpacketHeader + 1023) / 1024 * 1024));
+    if (const auto iface = devarg(port.device, "iface")) {
+        ifreq req{};
+        std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", iface->c_str());
+        const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+        const bool got = fd >= 0 && ::ioctl(fd, SIOCGIFMTU, &req) == 0;
+        if (fd >= 0) ::close(fd);
+        if (got && req.ifr_mtu < static_cast<int>(port.mtu))
+            throw InitError(fmt::format("port '{}' ({}): mtu {}, but interface {} has mtu {} (ip link set {} mtu {})",
+                                        port.name, port.device, port.mtu, *iface, req.ifr_mtu, *iface, port.mtu));
+    }
+}
+
+}  // namespace
+
 void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool, std::uint32_t link_wait_ms) {
     auto fail = [&](std::string_view what, int rc) {
         throw InitError(fmt::format("port '{}' ({}): {} failed: {}", port.name, port.device, what, rte_strerror(-rc)));
     };
     rte_eth_dev_info info{};
     if (int rc = rte_eth_dev_info_get(port_id, &info); rc != 0) fail("rte_eth_dev_info_get", rc);
+    // Jumbo frames: refuse a port whose PMD cannot carry the configured MTU, naming its limit,
+    // rather than losing large frames silently later (DPDK 22.11's af_xdp has no multi-buffer).
+    const std::uint32_t frame = port.mtu + core::kFrameOverhead;
     rte_eth_conf conf{};
+    if (std::string_view(info.driver_name).find("af_packet") != std::string_view::npos) {
+        // DPDK 22.11's af_packet reports 1518-byte frames whatever its ring holds, and ethdev
+        // refuses a larger MTU on that basis; its real limit is the ring's frame size (framesz=)
+        // and the kernel interface's MTU. Check those instead and leave ethdev's MTU alone.
+        check_af_packet_mtu(port, frame);
+    } else {
+        if (port.mtu > info.max_mtu || frame > info.max_rx_pktlen)
+            throw InitError(fmt::format("port '{}' ({}): mtu {} needs {}-byte frames, but the {} driver takes at most "
+                                        "mtu {} (frames of {} bytes)",
+                                        port.name, port.device, port.mtu, frame, info.driver_name, info.max_mtu,
+                                        info.max_rx_pktlen));
+        conf.rxmode.mtu = port.mtu;
+    }
     if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
     if (int rc = rte_eth_dev_configure(port_id, 1, 1, &conf); rc != 0) fail("rte_eth_dev_configure", rc);
@@ -127,8 +196,8 @@ void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool
     }
     rte_ether_addr mac{};
     rte_eth_macaddr_get(port_id, &mac);
-    spdlog::info("port '{}' = ethdev {} ({}): {:02x}, rx/tx desc {}/{}, link {} {} Mb/s, shaper {}", port.name, port_id,
-                 port.device, fmt::join(mac.addr_bytes, ":"), rx_desc, tx_desc,
+    spdlog::info("port '{}' = ethdev {} ({}): {:02x}, mtu {}, rx/tx desc {}/{}, link {} {} Mb/s, shaper {}", port.name,
+                 port_id, port.device, fmt::join(mac.addr_bytes, ":"), port.mtu, rx_desc, tx_desc,
                  link.link_status == RTE_ETH_LINK_UP ? "up" : "down", link.link_speed,
                  port.shaper.rate_bps ? fmt::format("{} bit/s", port.shaper.rate_bps) : std::string("off"));
 }

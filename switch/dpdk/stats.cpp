@@ -71,6 +71,7 @@ Fields port_fields(const PortSnapshot& p) {
         {"tx_pending", p.tx_pending, Kind::Gauge},
         {"flooded", p.tx.flooded},
         {"filtered", p.tx.filtered},
+        {"tx_too_big", p.tx.too_big},
     };
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -81,6 +82,7 @@ std::atomic<unsigned> g_ring_serial{0};
 struct Switch::PortState {
     PortState(const core::SwitchConfig& cfg, const core::PortConfig& pc, std::uint16_t id, std::uint64_t hz)
         : port_id(id), name(pc.name), device(pc.device),
+          max_frame(pc.mtu + core::kFrameOverhead),
           queue(queue_config_from(cfg, pc, hz)),
           bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz),
           // A queue with a byte limit below the largest single-segment frame could tail-drop a frame
@@ -90,6 +92,8 @@ struct Switch::PortState {
     std::uint16_t port_id;
     std::string name;
     std::string device;
+    const std::uint32_t max_frame;  // the largest frame this port may send (mtu + 18)
+    std::atomic<bool> too_big_logged{false};
     frame::MacAddr mac{};
 
     PortRxCounters rx;
@@ -387,6 +391,17 @@ void Switch::flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uin
     }
 }
 
+// A frame larger than the egress port's MTU allows: counted and freed, never sent (and so never
+// counted as sent and then lost on the wire). Logged once per port.
+void Switch::drop_too_big(PortState& port, rte_mbuf* m) noexcept {
+    bump(port.tx.too_big);
+    if (!port.too_big_logged.exchange(true, std::memory_order_relaxed))
+        spdlog::warn("port '{}': dropping frames longer than its mtu allows ({} bytes), first one {} bytes "
+                     "(counted in tx_too_big; raise the port's mtu, or send smaller chunks)",
+                     port.name, port.max_frame, rte_pktmbuf_pkt_len(m));
+    rte_pktmbuf_free(m);
+}
+
 // Only a GRADIENT's enqueue has effects beyond its own packet (FEEDBACK reads the queue's state
 // right after it). Every other arrival is staged and enqueued with the rest of its burst in order,
 // and a GRADIENT first flushes its port's staged arrivals, so every queue sees the same sequence
@@ -394,6 +409,10 @@ void Switch::flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uin
 [[gnu::always_inline]] inline void Switch::enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta,
                                                       bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept {
     PortState& port = *ports_[out_index];
+    if (unlikely(rte_pktmbuf_pkt_len(m) > port.max_frame)) {
+        drop_too_big(port, m);
+        return;
+    }
     if (meta.cls != PacketClass::Gradient) {
         if (unlikely(port.n_staged == kMaxBurst)) flush_staged(port, now);
         core::Arrival& s = port.staged[port.n_staged++];
@@ -707,6 +726,10 @@ unsigned Switch::receive_and_forward(RxContext& ctx, std::uint16_t in, std::uint
                 }
                 flooded += flood;
                 const std::uint32_t len = rte_pktmbuf_pkt_len(m);
+                if (unlikely(len > port->max_frame)) {
+                    drop_too_big(*port, m);
+                    continue;
+                }
                 if (n_tx < tx_open) {
                     tx[n_tx] = m;
                     tx_len[n_tx] = len;

@@ -148,6 +148,7 @@ private:
     void send_feedback(const PacketMeta& meta, const std::uint8_t* frame, std::uint16_t out_index,
                        std::uint64_t now) noexcept;
     void settle_bypass(PortState& port) noexcept;
+    void drop_too_big(PortState& port, rte_mbuf* m) noexcept;
     unsigned transmit(PortState& port, std::uint64_t now) noexcept;
     unsigned transmit_all(std::uint64_t now) noexcept;
     void housekeeping(std::uint64_t now) noexcept;
