@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -109,14 +110,40 @@ struct WorkerTransport::Impl {
           receiver(sender.layout(), o.cluster_id) {
         const in_addr learner_ip = parse_address(o.learner_address, "learner address");
         const in_addr bind_ip = parse_address(o.bind_address, "bind address");
-        fd = open_socket(bind_ip, 0, 4 << 20, std::uint8_t{0x02});  // ECT(0): a marking switch may set CE
         learner.sin_family = AF_INET;
         learner.sin_addr = learner_ip;
         learner.sin_port = htons(o.learner_port != 0 ? o.learner_port : config.udp_port);
+        check_path_mtu(bind_ip);
+        fd = open_socket(bind_ip, 0, 4 << 20, std::uint8_t{0x02});  // ECT(0): a marking switch may set CE
         last_heard = tools::monotonic_ns();
     }
     ~Impl() {
         if (fd >= 0) ::close(fd);
+    }
+
+    // A chunk must travel in one IP datagram: fragments are never merged (and af_packet switch
+    // ports reassemble or lose them). The kernel knows the MTU of the route to the learner (the
+    // interface's, or a learned path MTU): refuse a chunk size whose datagram exceeds it.
+    void check_path_mtu(in_addr bind_ip) const {
+        const std::size_t elems = sender.layout().elems_in(0);
+        const std::size_t datagram = 20 + 8 + proto::kHeaderSize + elems * sizeof(float);
+        const int probe = ::socket(AF_INET, SOCK_DGRAM, 0);
+        if (probe < 0) return;
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        local.sin_addr = bind_ip;
+        int mtu = 0;
+        socklen_t len = sizeof mtu;
+        const bool known = ::bind(probe, reinterpret_cast<const sockaddr*>(&local), sizeof local) == 0 &&
+                           ::connect(probe, reinterpret_cast<const sockaddr*>(&learner), sizeof learner) == 0 &&
+                           ::getsockopt(probe, IPPROTO_IP, IP_MTU, &mtu, &len) == 0;
+        ::close(probe);
+        if (known && datagram > static_cast<std::size_t>(mtu))
+            throw Error(fmt::format("{}: transport: chunk_elems {} makes {}-byte IP datagrams (20 IPv4 + 8 UDP + {} "
+                                    "Shesha header + 4 per element), more than the {}-byte MTU of the route to {}: use "
+                                    "chunk_elems <= {}, or raise the MTU on every hop (hosts' interfaces, switch ports' mtu)",
+                                    options.config_path, elems, datagram, proto::kHeaderSize, mtu,
+                                    options.learner_address, (mtu - 28 - static_cast<int>(proto::kHeaderSize)) / 4));
     }
 
     void send_datagram(std::size_t len) {

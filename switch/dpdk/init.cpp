@@ -69,13 +69,34 @@ bool init_eal(const std::vector<std::string>& args, std::string& error) {
     throw InitError(error);
 }
 
+namespace {
+
+// The value of `key=` in a vdev string ("net_af_packet0,iface=x,framesz=4096"), if present.
+std::optional<std::string> devarg(const std::string& device, std::string_view key) {
+    std::size_t at = 0;
+    while ((at = device.find(',', at)) != std::string::npos) {
+        ++at;
+        if (device.compare(at, key.size(), key) == 0 && device.size() > at + key.size() && device[at + key.size()] == '=') {
+            const std::size_t start = at + key.size() + 1;
+            return device.substr(start, device.find(',', start) - start);
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 rte_mempool* create_mbuf_pool(const core::SwitchConfig& cfg, const std::string& name) {
     const unsigned cache = std::min(256u, cfg.mbufs / 8);
     // One segment per frame: the data room holds the largest frame of any port (the switch never
     // merges or marks a multi-segment frame), at least DPDK's default 2 KB.
     std::uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
-    for (const auto& p : cfg.ports)
+    for (const auto& p : cfg.ports) {
         data_room = std::max<std::uint32_t>(data_room, RTE_PKTMBUF_HEADROOM + p.mtu + core::kFrameOverhead);
+        // af_packet wants an mbuf to hold a whole ring frame (framesz) whatever the MTU.
+        if (const auto framesz = devarg(p.device, "framesz"); framesz && p.device.find("af_packet") != std::string::npos)
+            data_room = std::max<std::uint32_t>(data_room, RTE_PKTMBUF_HEADROOM + static_cast<std::uint32_t>(std::strtoul(framesz->c_str(), nullptr, 10)));
+    }
     data_room = (data_room + 63) & ~63u;
     rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), cfg.mbufs, cache, 0, static_cast<std::uint16_t>(data_room),
                                                 static_cast<int>(rte_socket_id()));
@@ -110,19 +131,6 @@ std::uint16_t attach_port(const core::PortConfig& port) {
 
 namespace {
 
-// The value of `key=` in a vdev string ("net_af_packet0,iface=x,framesz=4096"), if present.
-std::optional<std::string> devarg(const std::string& device, std::string_view key) {
-    std::size_t at = 0;
-    while ((at = device.find(',', at)) != std::string::npos) {
-        ++at;
-        if (device.compare(at, key.size(), key) == 0 && device.size() > at + key.size() && device[at + key.size()] == '=') {
-            const std::size_t start = at + key.size() + 1;
-            return device.substr(start, device.find(',', start) - start);
-        }
-    }
-    return std::nullopt;
-}
-
 void check_af_packet_mtu(const core::PortConfig& port, std::uint32_t frame) {
     // The PMD's ring frames (TPACKET_V2) hold a header before the packet: 64 bytes cover it.
     constexpr std::uint32_t kTpacketHeader = 64;
@@ -132,7 +140,7 @@ void check_af_packet_mtu(const core::PortConfig& port, std::uint32_t frame) {
         throw InitError(fmt::format("port '{}' ({}): mtu {} needs {}-byte frames, but the af_packet ring frames are {} "
                                     "bytes (framesz{}): set framesz={} or more, with blocksz= a multiple of it",
                                     port.name, port.device, port.mtu, frame, framesz, framesz_text ? "" : " default",
-                                    (frame + kTpacketHeader + 1023) / 1024 * 1024));
+                                    (frame + kTpacketHeader + 511) / 512 * 512));
     if (const auto iface = devarg(port.device, "iface")) {
         ifreq req{};
         std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", iface->c_str());

@@ -27,10 +27,13 @@ rack_can_run() {
 # rack_host_if NAME -> root-side interface name (kernel limit: 15 characters)
 rack_host_if() { echo "${RACK_IF_PREFIX}$1" | cut -c1-15; }
 
+# rack_up NAME:IP[:MTU]...: one namespace per host; MTU (default $RACK_MTU, else the kernel's 1500)
+# is set on both ends of its veth, for jumbo frames.
 rack_up() {
-    local spec name ip ifname ns
+    local spec name ip ifname ns mtu
     for spec in "$@"; do
-        name=${spec%%:*}; ip=${spec#*:}
+        name=${spec%%:*}; ip=${spec#*:}; mtu=${RACK_MTU:-}
+        if [[ $ip == *:* ]]; then mtu=${ip#*:}; ip=${ip%%:*}; fi
         ns="${RACK_PREFIX}${name}"; ifname=$(rack_host_if "$name")
         ip netns del "$ns" 2>/dev/null || true
         ip link del "$ifname" 2>/dev/null || true
@@ -40,6 +43,10 @@ rack_up() {
         local mac
         mac=$(printf '02:5e:%02x:%02x:%02x:%02x' ${ip//./ })
         ip -n "$ns" link set eth0 address "$mac"
+        if [ -n "$mtu" ]; then
+            ip link set "$ifname" mtu "$mtu"
+            ip -n "$ns" link set eth0 mtu "$mtu"
+        fi
         ip -n "$ns" addr add "$ip/24" dev eth0
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link set lo up
