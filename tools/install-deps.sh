@@ -22,6 +22,8 @@ packages=(
   python3-dev python3-numpy pybind11-dev python3-pybind11 python3-torch
   # deployment tests: systemd-analyze, node_exporter's textfile collector, a private Slurm
   systemd prometheus-node-exporter munge slurmctld slurmd slurm-client
+  # shesha-bench forward's OVS-DPDK reference (run privately: the system's OVS is never started or touched)
+  openvswitch-switch-dpdk
 )
 
 missing=()

@@ -1,17 +1,24 @@
-// `shesha-bench forward`: packet forwarding of the real shesha-switch binary against dpdk-testpmd
-// io forwarding, both as separate DPDK processes on the same ports, one forwarding lcore each, run
-// one after the other in the same invocation.
+// `shesha-bench forward`: packet forwarding of the real shesha-switch binary against reference
+// switches on the same DPDK ports, as separate processes, interleaved round by round in the same
+// invocation:
 //
-// Both are measured the same way, from outside: once the process forwards, the benchmark reads the
-// ports' counters twice through DPDK telemetry (/ethdev/stats over the process's telemetry socket)
-// with a fixed window in between, so EAL start-up and shut-down never count.
+//   testpmd-io    dpdk-testpmd --forward-mode=io (touches no packet data)
+//   testpmd-mac   dpdk-testpmd --forward-mode=mac (rewrites both Ethernet addresses of every frame)
+//   ovs           OVS-DPDK (Debian's openvswitch-switch-dpdk) with the NORMAL action (MAC learning),
+//                 one PMD core, a private ovsdb and run directory, the same vdevs as type=dpdk ports
+//   shesha        shesha-switch
 //
-//   (a) 64 B frames, two net_null ports (RX makes all-zero frames as fast as asked, TX frees them):
-//       shesha floods them (it never learns the all-zero MAC) to the other port, testpmd io-forwards
-//       port pairs. Also 64 B UDP frames between two real unicast hosts from net_pcap replays.
-//   (b) 1 KB fp32 GRADIENTs from two net_pcap ports replaying crafted pcaps (infinite_rx; TX drops):
-//       consecutive frames come in pairs with the same (cluster, chunk, version) from two members,
-//       so half of the arrivals can merge into the packet waiting in the egress queue.
+// Every program is measured the same way, from outside: once it forwards, the benchmark reads the
+// ports' counters twice through DPDK telemetry (/ethdev/stats over the process's telemetry socket,
+// which ovs-vswitchd-dpdk has too) with a fixed window in between, so start-up and shut-down never
+// count.
+//
+// Workloads (docs/benchmarks.md, "Forwarding against testpmd and OVS-DPDK"):
+//   null64   64 B frames from two net_null ports; also the 1-vs-2 forwarding core scaling arms.
+//   pcap64   64 B UDP frames between two real unicast hosts from net_pcap replays.
+//   grad1k   1114 B frames carrying 1 KB fp32 GRADIENTs, half of the arrivals mergeable.
+//   grad8k   8282 B frames carrying 8 KB fp32 GRADIENTs (2048 elements), half mergeable, on ports
+//            and mbufs sized for 9000-byte MTU frames.
 #include <fmt/core.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,12 +26,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -42,15 +54,62 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint16_t kGradientElems = 256;  // 1 KB of fp32
-constexpr int kPcapFrames = 256;               // a multiple of the burst (32): pairs stay in one burst
-constexpr const char* kForwardLcore = "1";     // both programs forward on this CPU
+constexpr int kPcapFrames = 256;            // a multiple of the burst (32): pairs stay in one burst
+constexpr int kForwardCpu = 1;              // every program forwards on this CPU (1-core arms)
+constexpr std::uint16_t kJumboMtu = 9000;   // grad8k ports
+constexpr unsigned kJumboMbufSize = 9344;   // data room incl. 128 B headroom: holds a 9018-byte frame
+
+// ---- interruption: clean up children, runtime dirs and OVS state on SIGINT/SIGTERM/SIGHUP ------
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_signal(int) { g_interrupted = 1; }
+
+struct Interrupted : std::runtime_error {
+    Interrupted() : std::runtime_error("interrupted by a signal; children stopped and cleaned up") {}
+};
+
+void check_interrupt() {
+    if (g_interrupted) throw Interrupted();
+}
+
+// Sleeps in short slices so a signal stops the benchmark within ~20 ms (and RAII cleans up).
+void nap(std::chrono::duration<double> d) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(d);
+    while (Clock::now() < until) {
+        check_interrupt();
+        std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+    }
+    check_interrupt();
+}
+
+class SignalGuard {
+public:
+    SignalGuard() {
+        g_interrupted = 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+    }
+    ~SignalGuard() {
+        for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    }
+    SignalGuard(const SignalGuard&) = delete;
+    SignalGuard& operator=(const SignalGuard&) = delete;
+
+private:
+    static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction old_[3] {};
+};
 
 // ---- child processes ---------------------------------------------------------------------------
 
 class Child {
 public:
-    Child(const std::vector<std::string>& argv, const fs::path& log) : log_(log) {
+    // env: extra NAME=VALUE entries for the child; append: add to the log instead of truncating it.
+    Child(const std::vector<std::string>& argv, const fs::path& log, const std::vector<std::string>& env = {},
+          bool append = false)
+        : log_(log), name_(argv.empty() ? "" : argv[0]) {
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
@@ -59,9 +118,11 @@ public:
         if (pid_ == 0) {
             // stdin from /dev/null, stdout+stderr to the log. testpmd with --stats-period never reads stdin.
             if (std::freopen("/dev/null", "r", stdin) == nullptr ||
-                std::freopen(log.c_str(), "w", stdout) == nullptr || ::dup2(STDOUT_FILENO, STDERR_FILENO) < 0) {
+                std::freopen(log.c_str(), append ? "a" : "w", stdout) == nullptr ||
+                ::dup2(STDOUT_FILENO, STDERR_FILENO) < 0) {
                 ::_exit(126);
             }
+            for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
             ::execvp(args[0], args.data());
             std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
             ::_exit(127);
@@ -81,10 +142,11 @@ public:
         return false;
     }
 
-    // SIGINT (both programs shut down cleanly on it), then SIGKILL if it lingers. Returns the exit status.
-    int stop() {
+    // `sig` (SIGINT: testpmd and shesha-switch shut down cleanly on it), then SIGKILL if it
+    // lingers. Returns the exit status.
+    int stop(int sig = SIGINT) {
         if (!running()) return exit_status_;
-        ::kill(pid_, SIGINT);
+        ::kill(pid_, sig);
         const auto deadline = Clock::now() + std::chrono::seconds(10);
         while (running() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         if (running()) {
@@ -97,8 +159,22 @@ public:
         return exit_status_;
     }
 
-    std::string log_tail(std::size_t max_lines = 12) const {
-        std::ifstream in(log_);
+    // Waits up to `timeout` for the child to exit by itself; kills it after that. Exit status.
+    int wait(std::chrono::duration<double> timeout) {
+        const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+        while (running() && Clock::now() < deadline) {
+            if (g_interrupted) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        if (running()) return stop(SIGKILL) == 137 ? 124 : exit_status_;
+        return exit_status_;
+    }
+
+    std::string log_tail(std::size_t max_lines = 12) const { return tail_of(log_, max_lines); }
+    const std::string& name() const { return name_; }
+
+    static std::string tail_of(const fs::path& path, std::size_t max_lines) {
+        std::ifstream in(path);
         std::vector<std::string> lines;
         std::string line;
         while (std::getline(in, line)) lines.push_back(line);
@@ -113,19 +189,48 @@ private:
     pid_t pid_ = -1;
     int exit_status_ = -1;
     fs::path log_;
+    std::string name_;
 };
+
+// Runs a short command to completion (output appended to `log`). Exit status; 124 on timeout.
+int run_command(const std::vector<std::string>& argv, const fs::path& log, const std::vector<std::string>& env,
+                double timeout_s = 60) {
+    {
+        std::ofstream l(log, std::ios::app);
+        std::string line = "$";
+        for (const auto& a : argv) line += " " + a;
+        l << line << "\n";
+    }
+    Child c(argv, log, env, /*append=*/true);
+    const int st = c.wait(std::chrono::duration<double>(timeout_s));
+    check_interrupt();
+    return st;
+}
+
+std::optional<fs::path> find_in_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return fs::exists(name) ? std::optional<fs::path>(name) : std::nullopt;
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+        if (::access(p.c_str(), X_OK) == 0) return p;
+    }
+    return std::nullopt;
+}
 
 // ---- DPDK telemetry client ---------------------------------------------------------------------
 
-fs::path telemetry_socket(const std::string& file_prefix) {
+fs::path runtime_dir(const std::string& file_prefix) {
     // Same rule as EAL's runtime directory.
     fs::path base = "/var/run/dpdk";
     if (::geteuid() != 0) {
         const char* xdg = std::getenv("XDG_RUNTIME_DIR");
         base = fs::path(xdg ? xdg : "/tmp") / "dpdk";
     }
-    return base / file_prefix / "dpdk_telemetry.v2";
+    return base / file_prefix;
 }
+fs::path telemetry_socket(const std::string& file_prefix) { return runtime_dir(file_prefix) / "dpdk_telemetry.v2"; }
 
 class Telemetry {
 public:
@@ -133,6 +238,7 @@ public:
         if (fd_ >= 0) ::close(fd_);
     }
     bool connect(const fs::path& path) {
+        if (fd_ >= 0) ::close(fd_);
         fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
         if (fd_ < 0) return false;
         sockaddr_un addr{};
@@ -203,12 +309,10 @@ struct RuntimeDirCleanup {
     }
 };
 
-// Starts argv, waits until it forwards, measures rx/tx packet rates over `seconds`, stops it.
-Rates measure_process(const std::vector<std::string>& argv, const std::string& file_prefix, int ports,
-                      double seconds, const fs::path& log) {
+// Waits until `child` (a DPDK process with `file_prefix`) forwards, then measures rx/tx packet
+// rates over `seconds`. Does not stop it.
+Rates measure_running(Child& child, const std::string& file_prefix, int ports, double seconds, const fs::path& log) {
     Rates rates;
-    const RuntimeDirCleanup cleanup{telemetry_socket(file_prefix).parent_path()};  // runs after ~Child
-    Child child(argv, log);
     Telemetry tel;
     const fs::path sock = telemetry_socket(file_prefix);
     const auto start_deadline = Clock::now() + std::chrono::seconds(30);
@@ -218,11 +322,11 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
             connected = true;
             break;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        nap(std::chrono::milliseconds(50));
     }
     if (!connected) {
         const bool died = !child.running();
-        rates.error = fmt::format("{} {}; log {}:\n{}", argv[0],
+        rates.error = fmt::format("{} {}; log {}:\n{}", child.name(),
                                   died ? "exited before its telemetry socket appeared" : "telemetry socket never appeared",
                                   log.string(), child.log_tail());
         return rates;
@@ -233,18 +337,18 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
     while (Clock::now() < flow_deadline && child.running()) {
         // Ports are attached after EAL (and its telemetry) start: until then the query fails.
         if (read_totals(tel, ports, a) && a.rx_packets > 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        nap(std::chrono::milliseconds(50));
     }
     if (a.rx_packets == 0) {
-        rates.error = fmt::format("{} received nothing; log {}:\n{}", argv[0], log.string(), child.log_tail());
+        rates.error = fmt::format("{} received nothing; log {}:\n{}", child.name(), log.string(), child.log_tail());
         return rates;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    nap(std::chrono::milliseconds(300));
     if (!read_totals(tel, ports, a)) {
         rates.error = "telemetry query failed";
         return rates;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    nap(std::chrono::duration<double>(seconds));
     if (!read_totals(tel, ports, b)) {
         rates.error = "telemetry query failed";
         return rates;
@@ -252,8 +356,18 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
     const double dt = std::chrono::duration<double>(b.at - a.at).count();
     rates.rx_mpps = static_cast<double>(b.rx_packets - a.rx_packets) / dt / 1e6;
     rates.tx_mpps = static_cast<double>(b.tx_packets - a.tx_packets) / dt / 1e6;
-    const int status = child.stop();
     rates.ok = true;
+    return rates;
+}
+
+// Starts argv (testpmd or shesha-switch), measures, stops it (SIGINT) and removes its runtime dir.
+Rates measure_process(const std::vector<std::string>& argv, const std::string& file_prefix, int ports,
+                      double seconds, const fs::path& log) {
+    const RuntimeDirCleanup cleanup{runtime_dir(file_prefix)};  // runs after ~Child
+    Child child(argv, log);
+    Rates rates = measure_running(child, file_prefix, ports, seconds, log);
+    if (!rates.ok) return rates;
+    const int status = child.stop();
     if (status != 0) {
         rates.error = fmt::format("{} exited with status {} after the measurement; log {}:\n{}", argv[0], status,
                                   log.string(), child.log_tail());
@@ -261,12 +375,147 @@ Rates measure_process(const std::vector<std::string>& argv, const std::string& f
     return rates;
 }
 
+// ---- OVS-DPDK ------------------------------------------------------------------------------------
+
+// A private OVS-DPDK instance: its own ovsdb (created in a fresh temporary directory that also holds
+// every socket, pid and log file: OVS_RUNDIR/OVS_DBDIR/OVS_LOGDIR/OVS_SYSCONFDIR), ovs-vswitchd-dpdk
+// in a private network namespace (unshare --net: the bridge's internal tap port never appears in
+// the host's namespace and vanishes with the process), one bridge with the workload's vdevs as
+// type=dpdk ports, and one PMD thread on the forwarding CPU. The system's OVS is never touched.
+// The destructor stops both daemons by pid, removes the temporary directory and EAL's runtime
+// directory, whatever happened before.
+class OvsInstance {
+public:
+    OvsInstance(const ForwardOptions& fwd, std::string prefix, const fs::path& keep_logs_as)
+        : fwd_(fwd), prefix_(std::move(prefix)), keep_logs_as_(keep_logs_as) {}
+    ~OvsInstance() {
+        if (vswitchd_) vswitchd_->stop(SIGTERM);
+        if (ovsdb_) ovsdb_->stop(SIGTERM);
+        vswitchd_.reset();
+        ovsdb_.reset();
+        std::error_code ec;
+        if (!dir_.empty()) {
+            // Keep the logs next to the other programs' logs (the temp dir itself goes away).
+            for (const char* f : {"ovs-vswitchd.log", "commands.log"}) {
+                if (fs::exists(dir_ / f)) fs::copy_file(dir_ / f, keep_logs_as_.string() + "-" + f,
+                                                        fs::copy_options::overwrite_existing, ec);
+            }
+            fs::remove_all(dir_, ec);
+        }
+        fs::remove_all(runtime_dir(prefix_), ec);
+    }
+    OvsInstance(const OvsInstance&) = delete;
+    OvsInstance& operator=(const OvsInstance&) = delete;
+
+    // Empty string when the bridge is up with every port attached; else why not.
+    std::string start(const std::vector<std::string>& vdevs, std::uint16_t mtu) {
+        std::string tmpl = (fs::temp_directory_path() / "shesha-bench-ovs-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr) return fmt::format("mkdtemp: {}", std::strerror(errno));
+        dir_ = tmpl;
+        const std::string d = dir_.string();
+        env_ = {"OVS_RUNDIR=" + d, "OVS_DBDIR=" + d, "OVS_LOGDIR=" + d, "OVS_SYSCONFDIR=" + d};
+        const fs::path cmdlog = dir_ / "commands.log";
+        const std::string db = "unix:" + d + "/db.sock";
+        if (run_command({"ovsdb-tool", "create", d + "/conf.db", fwd_.ovs_schema}, cmdlog, env_) != 0)
+            return "ovsdb-tool create failed:\n" + Child::tail_of(cmdlog, 6);
+        ovsdb_ = std::make_unique<Child>(
+            std::vector<std::string>{"ovsdb-server", d + "/conf.db", "--remote=punix:" + d + "/db.sock",
+                                     "--pidfile=" + d + "/ovsdb-server.pid", "--unixctl=" + d + "/ovsdb-server.ctl",
+                                     "--log-file=" + d + "/ovsdb-server.log"},
+            dir_ / "ovsdb-server.out", env_);
+        for (int i = 0; i < 200 && !fs::exists(dir_ / "db.sock"); ++i) {
+            if (!ovsdb_->running()) return "ovsdb-server exited:\n" + ovsdb_->log_tail(6);
+            nap(std::chrono::milliseconds(10));
+        }
+        const std::vector<std::string> vsctl = {"ovs-vsctl", "--db=" + db, "--timeout=60"};
+        auto cmd = [&](std::vector<std::string> extra, bool wait_flag) {
+            std::vector<std::string> argv = vsctl;
+            if (!wait_flag) argv.push_back("--no-wait");
+            argv.insert(argv.end(), extra.begin(), extra.end());
+            return run_command(argv, cmdlog, env_, 70);
+        };
+        if (cmd({"init"}, false) != 0 ||
+            cmd({"set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+                 fmt::format("other_config:dpdk-extra=--no-huge -m 1024 --no-pci --legacy-mem --file-prefix={}",
+                             prefix_),
+                 fmt::format("other_config:pmd-cpu-mask={:#x}", 1u << kForwardCpu)},
+                false) != 0) {
+            return "ovs-vsctl could not configure the private ovsdb:\n" + Child::tail_of(cmdlog, 6);
+        }
+        std::vector<std::string> vswitchd = {"unshare", "--net", "--", fwd_.ovs_vswitchd, db,
+                                             "--pidfile=" + d + "/ovs-vswitchd.pid",
+                                             "--unixctl=" + d + "/ovs-vswitchd.ctl",
+                                             "--log-file=" + d + "/ovs-vswitchd.log"};
+        vswitchd_log_ = dir_ / "ovs-vswitchd.out";
+        vswitchd_ = std::make_unique<Child>(vswitchd, vswitchd_log_, env_);
+        // One transaction: the bridge (userspace datapath) and every port; ovs-vsctl waits until
+        // ovs-vswitchd has applied it (EAL init included, a few seconds).
+        std::vector<std::string> add = {"add-br", bridge(), "--", "set", "bridge", bridge(), "datapath_type=netdev"};
+        for (std::size_t i = 0; i < vdevs.size(); ++i) {
+            const std::string p = fmt::format("p{}", i);
+            for (std::string a : {std::string("--"), std::string("add-port"), bridge(), p, std::string("--"),
+                                  std::string("set"), std::string("Interface"), p, std::string("type=dpdk"),
+                                  "options:dpdk-devargs=" + vdevs[i]}) {
+                add.push_back(a);
+            }
+            if (mtu) add.push_back(fmt::format("mtu_request={}", mtu));
+        }
+        if (cmd(add, true) != 0) {
+            return fmt::format("ovs-vswitchd did not bring up the bridge{}:\n{}{}",
+                               vswitchd_->running() ? "" : " (it exited)", Child::tail_of(cmdlog, 4),
+                               Child::tail_of(dir_ / "ovs-vswitchd.log", 8));
+        }
+        // A port that failed to attach has an error and no OpenFlow port number.
+        for (std::size_t i = 0; i < vdevs.size(); ++i) {
+            const fs::path out = dir_ / "ofport.txt";
+            std::error_code ec;
+            fs::remove(out, ec);
+            if (run_command({"ovs-vsctl", "--db=" + db, "get", "Interface", fmt::format("p{}", i), "ofport"}, out,
+                            env_) != 0) {
+                return "ovs-vsctl get ofport failed";
+            }
+            std::ifstream in(out);
+            std::string line, last;
+            while (std::getline(in, line)) last = line;
+            if (last.empty() || last[0] == '-' || last == "[]") {
+                return fmt::format("port p{} ({}) did not attach (ofport {}):\n{}", i, vdevs[i], last,
+                                   Child::tail_of(dir_ / "ovs-vswitchd.log", 8));
+            }
+        }
+        // Fairness: the bridge's own internal port (a tap) would receive a copy of every flooded
+        // frame (the gradient workloads flood: their learners never send); shesha-switch and
+        // testpmd have no such port. NORMAL still learns and floods among p0, p1.
+        if (run_command({"ovs-ofctl", "mod-port", bridge(), bridge(), "no-flood"}, cmdlog, env_) != 0)
+            return "ovs-ofctl mod-port no-flood failed:\n" + Child::tail_of(cmdlog, 4);
+        return {};
+    }
+
+    Child& vswitchd() { return *vswitchd_; }
+    fs::path vswitchd_log() const { return dir_ / "ovs-vswitchd.log"; }
+    // Where the destructor copies the logs.
+    fs::path kept_log() const { return keep_logs_as_.string() + "-ovs-vswitchd.log"; }
+
+private:
+    std::string bridge() const { return "shbench"; }
+
+    const ForwardOptions& fwd_;
+    std::string prefix_;
+    fs::path keep_logs_as_;
+    fs::path dir_;
+    fs::path vswitchd_log_;
+    std::vector<std::string> env_;
+    std::unique_ptr<Child> ovsdb_, vswitchd_;
+};
+
 // ---- shesha-switch's final statistics -------------------------------------------------------------
 
 struct SwitchTotals {
     bool ok = false;
     std::uint64_t rx = 0, tx = 0, filtered = 0, flooded = 0, merged = 0, mergeable = 0, queue_drops = 0;
+    std::uint64_t too_big = 0, multi_segment = 0;
 };
+
+std::uint64_t u64_or_zero(const YAML::Node& n) { return n ? n.as<std::uint64_t>() : 0; }
 
 // Whole-run totals from the stats JSON shesha-switch writes at exit (JSON is YAML flow syntax).
 SwitchTotals read_switch_stats(const fs::path& path) {
@@ -278,6 +527,8 @@ SwitchTotals read_switch_stats(const fs::path& path) {
             t.tx += port["tx_packets"].as<std::uint64_t>();
             t.filtered += port["filtered"].as<std::uint64_t>();
             t.flooded += port["flooded"].as<std::uint64_t>();
+            t.too_big += u64_or_zero(port["tx_too_big"]);
+            t.multi_segment += u64_or_zero(port["rx_multi_segment"]);
             t.merged += port["queue"]["merged"].as<std::uint64_t>();
             t.mergeable += port["queue"]["mergeable_arrivals"].as<std::uint64_t>();
             t.queue_drops += port["queue"]["dropped"].as<std::uint64_t>();
@@ -289,37 +540,74 @@ SwitchTotals read_switch_stats(const fs::path& path) {
     return t;
 }
 
-// ---- the two programs ----------------------------------------------------------------------------
+// ---- programs and workloads ------------------------------------------------------------------------
 
-std::vector<std::string> testpmd_argv(const ForwardOptions& fwd, const std::string& prefix,
-                                      const std::vector<std::string>& vdevs) {
-    std::vector<std::string> argv = {fwd.testpmd_binary, "-l", fmt::format("0,{}", kForwardLcore), "--no-huge", "-m",
-                                     "512", "--no-pci", "--file-prefix", prefix};
-    for (const auto& v : vdevs) argv.push_back("--vdev=" + v);
-    // --stats-period keeps testpmd running without reading stdin; a long period keeps it quiet.
-    for (const char* a : {"--", "--total-num-mbufs=32768", "--forward-mode=io", "--stats-period=3600",
-                          "--no-lsc-interrupt"}) {
-        argv.emplace_back(a);
+enum class Program { TestpmdIo, TestpmdMac, Shesha, Ovs };
+
+struct Arm {
+    std::string id;     // stable id in the JSON: testpmd-io, testpmd-mac, ovs, shesha, testpmd-io-2c, shesha-2c
+    std::string label;  // printed
+    Program program;
+    int cores = 1;      // forwarding cores (CPUs that forward)
+};
+
+struct Workload {
+    std::string id, title, ports;
+    std::vector<std::string> vdevs;
+    bool gradients = false;
+    std::uint16_t mtu = 0;        // 0: the programs' defaults (1500)
+    double frame_bytes = 64;      // Ethernet frame without FCS
+    double payload_bytes = 0;     // gradient payload (fp32 elements) per frame
+    bool rx_basis = false;        // ratios on received packets (gradients: merging halves tx) or on forwarded
+    std::vector<Arm> arms;
+    std::vector<std::string> notes;
+};
+
+// The references every arm is compared with (same round, paired), when they ran.
+const std::vector<std::pair<std::string, std::string>> kReferences = {
+    {"testpmd-io", "x testpmd-io"}, {"testpmd-mac", "x testpmd-mac"}, {"ovs", "x OVS"}};
+
+std::vector<std::string> testpmd_argv(const ForwardOptions& fwd, const std::string& prefix, const Workload& w,
+                                      const Arm& arm) {
+    std::vector<std::string> argv = {fwd.testpmd_binary};
+    if (arm.cores == 1) {
+        // main lcore 0 only sleeps in its stats loop; lcore 1 forwards on CPU 1.
+        argv.insert(argv.end(), {"-l", fmt::format("0,{}", kForwardCpu)});
+    } else {
+        // main lcore 0 (sleeping) shares CPU 0 with forwarding lcore 1; forwarding lcore 2 on CPU 1.
+        argv.push_back("--lcores=0@0,1@0,2@1");
     }
+    argv.insert(argv.end(), {"--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix});
+    for (const auto& v : w.vdevs) argv.push_back("--vdev=" + v);
+    argv.push_back("--");
+    if (w.mtu) {
+        argv.push_back("--total-num-mbufs=16384");
+        argv.push_back(fmt::format("--mbuf-size={}", kJumboMbufSize));
+        argv.push_back(fmt::format("--max-pkt-len={}", w.mtu + 18));
+    } else {
+        argv.push_back("--total-num-mbufs=32768");
+    }
+    argv.push_back(arm.program == Program::TestpmdMac ? "--forward-mode=mac" : "--forward-mode=io");
+    argv.push_back(fmt::format("--nb-cores={}", arm.cores));
+    // --stats-period keeps testpmd running without reading stdin; a long period keeps it quiet.
+    argv.insert(argv.end(), {"--stats-period=3600", "--no-lsc-interrupt"});
     return argv;
 }
 
-struct SwitchYaml {
-    std::vector<std::string> devices;
-    bool gradients = false;  // add the bench cluster and its members
-};
-
-std::string switch_config(const SwitchYaml& y, const std::string& prefix, const fs::path& stats_json) {
+std::string switch_config(const Workload& w, int lcores, const std::string& prefix, const fs::path& stats_json) {
+    // 1 lcore: the main lcore forwards on CPU 1. 2 lcores: main (egress) on CPU 0, RX lcore on CPU 1.
+    const std::string cpus = lcores == 1 ? std::to_string(kForwardCpu) : "0,1";
     std::string out = fmt::format(
         "# written by shesha-bench forward\n"
         "eal: [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"-l\", \"{}\", \"--file-prefix\", \"{}\"]\n"
-        "lcores: 1\nidle_backoff_us: 0\nburst: 32\nmbufs: 16384\nports:\n",
-        kForwardLcore, prefix);
-    for (std::size_t i = 0; i < y.devices.size(); ++i) {
-        out += fmt::format("  - {{name: p{}, device: \"{}\"}}\n", i, y.devices[i]);
+        "lcores: {}\nidle_backoff_us: 0\nburst: 32\nmbufs: 16384\nports:\n",
+        cpus, prefix, lcores);
+    for (std::size_t i = 0; i < w.vdevs.size(); ++i) {
+        out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, w.vdevs[i],
+                           w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
     }
     out += "aggregation:\n  enabled: true\n  non_member: forward\n";
-    if (y.gradients) {
+    if (w.gradients) {
         out += "  clusters:\n    - {id: 1, members: [10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4]}\n";
     } else {
         out += "  clusters: []\n";
@@ -329,7 +617,8 @@ std::string switch_config(const SwitchYaml& y, const std::string& prefix, const 
 }
 
 // Pairs of same-key GRADIENTs from two members of cluster 1 (workers w0 and w0+1), toward one learner.
-std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker, std::uint8_t learner) {
+std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker, std::uint8_t learner,
+                                                      std::uint16_t elems) {
     std::vector<std::vector<std::uint8_t>> frames;
     for (int i = 0; i < kPcapFrames; ++i) {
         GradientFrameSpec spec;
@@ -341,8 +630,8 @@ std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker
         spec.chunk_count = kPcapFrames / 2;
         spec.chunk_index = static_cast<std::uint16_t>(i / 2);
         spec.seq = static_cast<std::uint32_t>(i / 2);
-        spec.elem_count = kGradientElems;
-        std::vector<std::uint8_t> buf(2048);
+        spec.elem_count = elems;
+        std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
         buf.resize(build_gradient_frame(spec, buf));
         if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
         frames.push_back(std::move(buf));
@@ -376,56 +665,261 @@ std::vector<std::vector<std::uint8_t>> small_frames(std::uint8_t from, std::uint
     return frames;
 }
 
-// One workload run by both programs, alternately, `rounds` times. Rates are medians over rounds;
-// ratios are medians of the per-round (paired) ratios, so a burst of load from another process
-// during one window moves them less.
-struct PairResult {
-    Rates testpmd, shesha;
-    double fwd_ratio = std::nan(""), rx_ratio = std::nan("");
-    SwitchTotals totals;  // shesha-switch's counters from the last round
+// ---- running a workload: every arm once per round, rounds interleaved ------------------------------
+
+struct ArmResult {
+    bool not_run = false;          // never attempted (reason says why)
+    std::string reason;            // not run, or the last failure (log named)
+    std::string short_reason;      // for the table cell
+    std::vector<double> rx, tx;    // per round; NaN when that round failed
+    SwitchTotals totals;           // shesha-switch: counters of the last successful round
+    bool failed() const { return !not_run && !reason.empty(); }
+    int ok_rounds() const {
+        return static_cast<int>(std::count_if(rx.begin(), rx.end(), [](double v) { return std::isfinite(v); }));
+    }
 };
 
-PairResult run_pair(const ForwardOptions& fwd, const fs::path& dir, const std::string& tag, const std::string& name,
-                    const std::vector<std::string>& vdevs, bool gradients, double secs, int rounds) {
-    PairResult r;
-    const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
-    write_text(yaml, switch_config({vdevs, gradients}, tag + "-sw-" + name, stats));
-    std::vector<double> tp_rx, tp_tx, sw_rx, sw_tx, fwd_ratio, rx_ratio;
-    for (int round = 0; round < rounds; ++round) {
-        const Rates tp = measure_process(testpmd_argv(fwd, tag + "-tp-" + name, vdevs), tag + "-tp-" + name, 2, secs,
-                                         dir / ("testpmd-" + name + ".log"));
-        const Rates sw = measure_process({fwd.switch_binary, "-c", yaml.string()}, tag + "-sw-" + name, 2, secs,
-                                         dir / ("switch-" + name + ".log"));
-        r.testpmd.error = tp.error;
-        r.shesha.error = sw.error;
-        if (tp.ok) {
-            tp_rx.push_back(tp.rx_mpps);
-            tp_tx.push_back(tp.tx_mpps);
+struct Spread {
+    double median = std::nan(""), min = std::nan(""), max = std::nan("");
+};
+Spread spread(const std::vector<double>& v) {
+    std::vector<double> f;
+    for (double x : v)
+        if (std::isfinite(x)) f.push_back(x);
+    Spread s;
+    if (f.empty()) return s;
+    s.median = median(f);
+    s.min = *std::min_element(f.begin(), f.end());
+    s.max = *std::max_element(f.begin(), f.end());
+    return s;
+}
+
+struct WorkloadResult {
+    Workload w;
+    std::vector<ArmResult> arms;
+    // Per-round ratio of arm i to reference id, on the workload's basis (rx or fwd), and on rx and tx.
+    std::vector<double> ratios(std::size_t i, const std::string& ref, bool rx) const {
+        std::vector<double> out;
+        for (std::size_t j = 0; j < w.arms.size(); ++j) {
+            if (w.arms[j].id != ref) continue;
+            const auto& a = rx ? arms[i].rx : arms[i].tx;
+            const auto& b = rx ? arms[j].rx : arms[j].tx;
+            for (std::size_t r = 0; r < std::min(a.size(), b.size()); ++r) {
+                if (std::isfinite(a[r]) && std::isfinite(b[r]) && b[r] > 0) out.push_back(a[r] / b[r]);
+            }
         }
-        if (sw.ok) {
-            sw_rx.push_back(sw.rx_mpps);
-            sw_tx.push_back(sw.tx_mpps);
-            r.totals = read_switch_stats(stats);
-        }
-        if (tp.ok && sw.ok) {
-            fwd_ratio.push_back(sw.tx_mpps / tp.tx_mpps);
-            rx_ratio.push_back(sw.rx_mpps / tp.rx_mpps);
-        }
-        if (!tp.ok || !sw.ok || !tp.error.empty() || !sw.error.empty()) break;  // logs keep the first failure
+        return out;
     }
-    r.testpmd.ok = !tp_rx.empty();
-    r.testpmd.rx_mpps = median(tp_rx);
-    r.testpmd.tx_mpps = median(tp_tx);
-    r.shesha.ok = !sw_rx.empty();
-    r.shesha.rx_mpps = median(sw_rx);
-    r.shesha.tx_mpps = median(sw_tx);
-    r.fwd_ratio = median(fwd_ratio);
-    r.rx_ratio = median(rx_ratio);
-    return r;
+};
+
+Rates run_arm(const ForwardOptions& fwd, const fs::path& dir, const std::string& tag, const Workload& w,
+              const Arm& arm, double secs, int round, ArmResult& res) {
+    const std::string name = w.id + "-" + arm.id;
+    const std::string prefix = fmt::format("{}-{}", tag, name);
+    const fs::path log = dir / (name + ".log");
+    switch (arm.program) {
+    case Program::TestpmdIo:
+    case Program::TestpmdMac:
+        return measure_process(testpmd_argv(fwd, prefix, w, arm), prefix, static_cast<int>(w.vdevs.size()), secs, log);
+    case Program::Shesha: {
+        const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
+        write_text(yaml, switch_config(w, arm.cores, prefix, stats));
+        std::error_code ec;
+        fs::remove(stats, ec);
+        Rates r = measure_process({fwd.switch_binary, "-c", yaml.string()}, prefix, static_cast<int>(w.vdevs.size()),
+                                  secs, log);
+        if (r.ok) res.totals = read_switch_stats(stats);
+        return r;
+    }
+    case Program::Ovs: {
+        Rates r;
+        OvsInstance ovs(fwd, prefix, dir / fmt::format("{}-r{}", name, round));
+        if (std::string err = ovs.start(w.vdevs, w.mtu); !err.empty()) {
+            r.error = "OVS-DPDK did not start: " + err;
+            return r;
+        }
+        r = measure_running(ovs.vswitchd(), prefix, static_cast<int>(w.vdevs.size()), secs, ovs.vswitchd_log());
+        if (!r.ok) r.error += "  ovs-vswitchd.log:\n" + Child::tail_of(ovs.vswitchd_log(), 8);
+        return r;  // ~OvsInstance stops both daemons and removes every file (logs copied to the work dir)
+    }
+    }
+    return {};
+}
+
+WorkloadResult run_workload(const ForwardOptions& fwd, const fs::path& dir, const std::string& tag,
+                            const Workload& w, const std::map<std::string, std::string>& not_run, double secs,
+                            int rounds) {
+    WorkloadResult res{w, std::vector<ArmResult>(w.arms.size())};
+    for (std::size_t i = 0; i < w.arms.size(); ++i) {
+        if (auto it = not_run.find(w.arms[i].id); it != not_run.end()) {
+            res.arms[i].not_run = true;
+            res.arms[i].reason = it->second;
+            res.arms[i].short_reason = it->second.substr(0, it->second.find(':'));
+        }
+    }
+    for (int round = 0; round < rounds; ++round) {
+        for (std::size_t i = 0; i < w.arms.size(); ++i) {
+            ArmResult& ar = res.arms[i];
+            if (ar.not_run) continue;
+            const Rates r = run_arm(fwd, dir, tag, w, w.arms[i], secs, round, ar);
+            ar.rx.push_back(r.ok ? r.rx_mpps : std::nan(""));
+            ar.tx.push_back(r.ok ? r.tx_mpps : std::nan(""));
+            if (!r.error.empty()) {
+                ar.reason = r.error;
+                ar.short_reason = r.ok ? "exit status" : "failed";
+            }
+            fmt::print(stderr, "  forward {} round {}/{}: {:<16} {}\n", w.id, round + 1, rounds, w.arms[i].id,
+                       r.ok ? fmt::format("rx {:.2f} Mpps, fwd {:.2f} Mpps", r.rx_mpps, r.tx_mpps) : "FAILED");
+        }
+    }
+    return res;
 }
 
 std::string pct(std::uint64_t part, std::uint64_t whole) {
     return whole ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
+double merged_fraction(const ArmResult& a) {
+    if (!a.totals.ok || a.totals.mergeable == 0) return std::nan("");
+    return static_cast<double>(a.totals.merged) / static_cast<double>(a.totals.mergeable);
+}
+
+Table make_table(const WorkloadResult& res, int rounds, double secs, bool& failed, bool& keep_logs) {
+    const Workload& w = res.w;
+    std::vector<std::string> cols = {"program", "cores", "rx Mpps", "fwd Mpps"};
+    if (w.gradients) {
+        cols.insert(cols.end(), {"rx Gbps", "payload Gbps", "merged frac"});
+    }
+    const std::string basis = w.rx_basis ? "rx" : "fwd";
+    cols.push_back(basis + " min");
+    cols.push_back(basis + " max");
+    for (const auto& [id, col] : kReferences) cols.push_back(col);
+    Table t(fmt::format("forward {}: {}", w.id, w.title), cols);
+    for (std::size_t i = 0; i < w.arms.size(); ++i) {
+        const Arm& arm = w.arms[i];
+        const ArmResult& a = res.arms[i];
+        std::vector<Cell> row = {arm.label, static_cast<double>(arm.cores)};
+        if (a.ok_rounds() == 0) {
+            row.push_back(a.not_run ? "not run: " + a.short_reason : "FAILED");
+            t.add_row(std::move(row));
+            t.add_note(fmt::format("{} {}: {}", arm.label, a.not_run ? "not run" : "failed", a.reason));
+            if (!a.not_run && arm.program != Program::Ovs) failed = true;
+            if (!a.not_run) keep_logs = true;
+            continue;
+        }
+        const Spread rx = spread(a.rx), tx = spread(a.tx), b = w.rx_basis ? rx : tx;
+        row.push_back(rx.median);
+        row.push_back(tx.median);
+        if (w.gradients) {
+            row.push_back(rx.median * w.frame_bytes * 8 / 1e3);
+            row.push_back(rx.median * w.payload_bytes * 8 / 1e3);
+            if (arm.program == Program::Shesha && a.totals.ok) {
+                row.push_back(merged_fraction(a));
+            } else {
+                row.push_back(arm.program == Program::Shesha ? Cell{"-"} : Cell{0.0});
+            }
+        }
+        row.push_back(b.min);
+        row.push_back(b.max);
+        for (const auto& [id, col] : kReferences) {
+            const auto r = res.ratios(i, id, w.rx_basis);
+            row.push_back(r.empty() ? Cell{"-"} : Cell{median(r)});
+        }
+        t.add_row(std::move(row));
+        if (a.failed()) {
+            t.add_note(fmt::format("{} failed in {} of {} round(s): {}", arm.label, rounds - a.ok_rounds(), rounds,
+                                   a.reason));
+            if (arm.program != Program::Ovs) failed = true;
+            keep_logs = true;
+        }
+        if (arm.program == Program::Shesha && a.totals.ok) {
+            if (!w.gradients && a.totals.filtered > 0) {
+                t.add_note(fmt::format("{}: {} of received frames filtered (destination learned on the ingress port), "
+                                       "{} flooded",
+                                       arm.label, pct(a.totals.filtered, a.totals.rx), pct(a.totals.flooded, a.totals.rx)));
+            }
+            if (a.totals.queue_drops) t.add_note(fmt::format("{}: queue drops {}", arm.label, a.totals.queue_drops));
+            if (a.totals.too_big || a.totals.multi_segment) {
+                t.add_note(fmt::format("{}: tx_too_big {}, rx_multi_segment {}", arm.label, a.totals.too_big,
+                                       a.totals.multi_segment));
+            }
+        }
+    }
+    for (const auto& n : w.notes) t.add_note(n);
+    t.add_note(fmt::format("{} round(s) of {:.1f} s windows, all programs in turn each round, read via /ethdev/stats "
+                           "telemetry after a warm-up; rates are medians (summed over both ports), min/max over rounds; "
+                           "x REF = median of per-round {} ratios",
+                           rounds, secs, basis));
+    return t;
+}
+
+// ---- JSON (schema "shesha-bench-forward", documented in docs/benchmarks.md) ------------------------
+
+std::string jnum(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+std::string jspread(const Spread& s) {
+    return fmt::format("{{\"median\": {}, \"min\": {}, \"max\": {}}}", jnum(s.median), jnum(s.min), jnum(s.max));
+}
+
+std::string jsamples(const std::vector<double>& v) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + jnum(v[i]);
+    return out + "]";
+}
+
+const char* program_kind(Program p) {
+    switch (p) {
+    case Program::TestpmdIo: return "testpmd-io";
+    case Program::TestpmdMac: return "testpmd-mac";
+    case Program::Shesha: return "shesha-switch";
+    case Program::Ovs: return "ovs-dpdk-normal";
+    }
+    return "?";
+}
+
+std::string forward_json(const std::vector<WorkloadResult>& results, const RunOptions& opt) {
+    std::string out = fmt::format(
+        "{{\"schema\": \"shesha-bench-forward\", \"schema_version\": 1, \"quick\": {}, \"window_s\": {}, "
+        "\"rounds\": {}, \"cpu\": \"{}\", \"cpus\": {}, \"forward_cpu\": {},\n   \"workloads\": [",
+        opt.quick ? "true" : "false", jnum(opt.seconds), opt.forward_rounds, json_escape(cpu_model()), online_cpus(),
+        kForwardCpu);
+    for (std::size_t wi = 0; wi < results.size(); ++wi) {
+        const WorkloadResult& res = results[wi];
+        const Workload& w = res.w;
+        out += fmt::format(
+            "{}\n    {{\"id\": \"{}\", \"title\": \"{}\", \"ports\": \"{}\", \"frame_bytes\": {}, "
+            "\"gradient_payload_bytes\": {}, \"mtu\": {}, \"ratio_basis\": \"{}\", \"programs\": [",
+            wi ? "," : "", w.id, json_escape(w.title), json_escape(w.ports), jnum(w.frame_bytes),
+            jnum(w.payload_bytes), w.mtu ? w.mtu : 1500, w.rx_basis ? "rx" : "tx");
+        for (std::size_t i = 0; i < w.arms.size(); ++i) {
+            const Arm& arm = w.arms[i];
+            const ArmResult& a = res.arms[i];
+            const std::string status = a.not_run ? "not_run" : a.ok_rounds() == 0 ? "failed" : a.failed() ? "partial" : "ok";
+            const Spread rx = spread(a.rx), tx = spread(a.tx);
+            out += fmt::format(
+                "{}\n      {{\"id\": \"{}\", \"program\": \"{}\", \"label\": \"{}\", \"forwarding_cores\": {}, "
+                "\"status\": \"{}\", \"reason\": \"{}\", \"rounds_ok\": {},\n       \"rx_mpps\": {}, \"tx_mpps\": {}, "
+                "\"rx_mpps_rounds\": {}, \"tx_mpps_rounds\": {},\n       \"rx_gbps\": {}, \"payload_gbps\": {}, "
+                "\"payload_gbps_per_core\": {}, \"merged_fraction\": {},\n       \"ratios\": {{",
+                i ? "," : "", arm.id, program_kind(arm.program), json_escape(arm.label), arm.cores, status,
+                json_escape(a.reason), a.ok_rounds(), jspread(rx), jspread(tx), jsamples(a.rx), jsamples(a.tx),
+                jnum(rx.median * w.frame_bytes * 8 / 1e3), jnum(rx.median * w.payload_bytes * 8 / 1e3),
+                jnum(rx.median * w.payload_bytes * 8 / 1e3 / arm.cores),
+                arm.program == Program::Shesha ? jnum(merged_fraction(a)) : (w.gradients ? "0" : "null"));
+            bool first = true;
+            for (const auto& [id, col] : kReferences) {
+                const auto rr = res.ratios(i, id, true), rt = res.ratios(i, id, false);
+                if (rr.empty() && rt.empty()) continue;
+                out += fmt::format("{}\"{}\": {{\"rx\": {}, \"tx\": {}}}", first ? "" : ", ", id, jspread(spread(rr)),
+                                   jspread(spread(rt)));
+                first = false;
+            }
+            out += "}}";
+        }
+        out += "]}";
+    }
+    out += "]}";
+    return out;
 }
 
 }  // namespace
@@ -438,6 +932,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         result.reason = fmt::format("shesha-switch not found at {} (build it, or use --switch)", fwd.switch_binary);
         return result;
     }
+    const SignalGuard signals;
     const bool own_dir = fwd.work_dir.empty();
     fs::path dir = fwd.work_dir;
     if (own_dir) {
@@ -447,94 +942,141 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     } else {
         fs::create_directories(dir);
     }
+    // Removes our own scratch directory unless a failure's logs must be kept (also on exceptions).
+    struct DirGuard {
+        fs::path dir;
+        bool keep = false;
+        ~DirGuard() {
+            std::error_code ec;
+            if (!dir.empty() && !keep) fs::remove_all(dir, ec);
+        }
+    } dir_guard{own_dir ? dir : fs::path{}};
     const std::string tag = fmt::format("shesha-bench-{}", ::getpid());
     const double secs = opt.seconds;
-    bool failed = false;
-    auto note_failure = [&](Table& t, const char* who, const Rates& r) {
-        if (r.ok && r.error.empty()) return;
-        failed = true;
-        t.add_note(fmt::format("{} failed: {}", who, r.error));
-    };
-
-    // (a) 64 B non-Shesha frames between two net_null ports.
     const int rounds = opt.forward_rounds;
-    const PairResult a = run_pair(fwd, dir, tag, "null", {"net_null0", "net_null1"}, false, secs, rounds);
-    if (!a.testpmd.ok) {
-        // testpmd is plain DPDK: if it cannot run, DPDK cannot run here at all.
-        result.skipped = true;
-        result.reason = "dpdk-testpmd could not run (EAL cannot init here?): " + a.testpmd.error;
-        if (own_dir) fs::remove_all(dir);
-        return result;
+
+    // Can OVS-DPDK run? Decided once; every OVS row says why not.
+    std::map<std::string, std::string> not_run;
+    const bool want_ovs = fwd.ovs == "on" || (fwd.ovs == "auto" && !opt.quick);
+    if (!want_ovs) {
+        not_run["ovs"] = fwd.ovs == "off" ? "--ovs off: OVS-DPDK disabled on the command line"
+                                          : "--quick: OVS-DPDK skipped (about 5 s of start-up per run; add --ovs on)";
+    } else {
+        for (const std::string& b : {fwd.ovs_vswitchd, std::string("ovsdb-server"), std::string("ovsdb-tool"),
+                                     std::string("ovs-vsctl"), std::string("ovs-ofctl"), std::string("unshare")}) {
+            if (!find_in_path(b)) {
+                not_run["ovs"] = fmt::format("not installed: {} not found (apt-get install openvswitch-switch-dpdk, "
+                                             "or tools/install-deps.sh)",
+                                             b);
+                break;
+            }
+        }
+        if (!not_run.count("ovs") && !fs::exists(fwd.ovs_schema))
+            not_run["ovs"] = "not installed: no OVS schema at " + fwd.ovs_schema;
+        if (!not_run.count("ovs") && ::geteuid() != 0) not_run["ovs"] = "not root: unshare --net needs root";
     }
-    // (a') the same frame size from pcap replays with real unicast addresses.
+    if (online_cpus() < 2) {
+        not_run["testpmd-io-2c"] = not_run["shesha-2c"] = "one CPU: 2-core arms need 2 CPUs";
+    }
+
+    const Arm tp_io{"testpmd-io", "dpdk-testpmd io", Program::TestpmdIo, 1};
+    const Arm tp_mac{"testpmd-mac", "dpdk-testpmd mac", Program::TestpmdMac, 1};
+    const Arm ovs{"ovs", "OVS-DPDK NORMAL", Program::Ovs, 1};
+    const Arm sw{"shesha", "shesha-switch", Program::Shesha, 1};
+    const Arm tp_io2{"testpmd-io-2c", "dpdk-testpmd io, 2 cores", Program::TestpmdIo, 2};
+    const Arm sw2{"shesha-2c", "shesha-switch, 2 lcores", Program::Shesha, 2};
+
+    std::vector<Workload> workloads;
+    {
+        Workload w;
+        w.id = "null64";
+        w.title = "64 B frames, 2 net_null ports; 1 and 2 forwarding cores";
+        w.ports = "net_null";
+        w.vdevs = {"net_null0", "net_null1"};
+        w.arms = {tp_io, tp_mac, sw, tp_io2, sw2};
+        w.notes = {"net_null frames are all zeros: shesha floods them (it never learns the all-zero MAC) to the other "
+                   "port; testpmd io-forwards port pairs",
+                   fmt::format("2-core arms on a {}-CPU machine: testpmd runs one forwarding lcore per CPU (its "
+                               "sleeping main lcore shares CPU 0); shesha-switch runs its RX lcore on CPU 1 and its main "
+                               "(egress) lcore on CPU 0; the benchmark itself, telemetry and other processes share "
+                               "these CPUs too",
+                               online_cpus())};
+        workloads.push_back(std::move(w));
+    }
     const fs::path small0 = dir / "small0.pcap", small1 = dir / "small1.pcap";
     if (!write_pcap(small0, small_frames(1, 2)) || !write_pcap(small1, small_frames(2, 1))) {
         throw std::runtime_error("cannot write pcaps in " + dir.string());
     }
-    const PairResult a2 = run_pair(fwd, dir, tag, "pcap64",
-                                   {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", small0.string()),
-                                    fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", small1.string())},
-                                   false, secs, rounds);
-
-    Table ta("forward (a): 64 B non-Shesha frames, 2 ports, 1 forwarding lcore",
-             {"ports", "program", "rx Mpps", "fwd Mpps", "fwd x testpmd"});
-    for (const auto* pr : {&a, &a2}) {
-        const std::string ports = pr == &a ? "net_null" : "net_pcap replay";
-        if (pr->testpmd.ok) ta.add_row({ports, "dpdk-testpmd io", pr->testpmd.rx_mpps, pr->testpmd.tx_mpps, 1.0});
-        if (pr->shesha.ok) {
-            ta.add_row({ports, "shesha-switch", pr->shesha.rx_mpps, pr->shesha.tx_mpps, pr->fwd_ratio});
-        }
-        note_failure(ta, ("dpdk-testpmd on " + ports).c_str(), pr->testpmd);
-        note_failure(ta, ("shesha-switch on " + ports).c_str(), pr->shesha);
-        if (pr->totals.ok && pr->totals.filtered > 0) {
-            ta.add_note(fmt::format("shesha-switch on {}: {} of received frames filtered (destination learned on the "
-                                    "ingress port), {} flooded",
-                                    ports, pct(pr->totals.filtered, pr->totals.rx), pct(pr->totals.flooded, pr->totals.rx)));
-        }
+    {
+        Workload w;
+        w.id = "pcap64";
+        w.title = "64 B unicast UDP frames (not Shesha), 2 net_pcap replay ports";
+        w.ports = "net_pcap replay";
+        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", small0.string()),
+                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", small1.string())};
+        w.arms = {tp_io, tp_mac, ovs, sw};
+        w.notes = {"one host per side sends to the other: after learning every frame is a known-unicast forward "
+                   "(shesha, OVS NORMAL)"};
+        workloads.push_back(std::move(w));
     }
-    ta.add_note(fmt::format("{} round(s) of {:.1f} s windows, testpmd and shesha alternating, read via /ethdev/stats "
-                            "telemetry after a warm-up; medians; ratio = median of per-round ratios; fwd = packets "
-                            "sent on both ports; target: shesha >= 0.7x testpmd",
-                            rounds, secs));
-    ta.print();
-    tables.push_back(std::move(ta));
-
-    // (b) 1 KB gradients from pcap replays, half of them mergeable.
-    const fs::path pcap0 = dir / "gradients0.pcap", pcap1 = dir / "gradients1.pcap";
-    const auto frames0 = gradient_pairs(0, 1), frames1 = gradient_pairs(2, 2);
-    if (!write_pcap(pcap0, frames0) || !write_pcap(pcap1, frames1)) {
-        throw std::runtime_error("cannot write pcaps in " + dir.string());
-    }
-    const double frame_bytes = static_cast<double>(frames0.front().size());
-    const PairResult b = run_pair(fwd, dir, tag, "gradients",
-                                  {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", pcap0.string()),
-                                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", pcap1.string())},
-                                  true, secs, rounds);
-    Table tb(fmt::format("forward (b): {} B GRADIENT frames (1 KB fp32), 2 net_pcap replay ports, pairs mergeable",
-                         frames0.front().size()),
-             {"program", "rx Mpps", "rx Gbps", "tx Mpps", "merged frac", "rx x testpmd"});
-    const auto gbps = [&](double mpps) { return mpps * frame_bytes * 8 / 1e3; };
-    if (b.testpmd.ok) tb.add_row({"dpdk-testpmd io", b.testpmd.rx_mpps, gbps(b.testpmd.rx_mpps), b.testpmd.tx_mpps, 0.0, 1.0});
-    if (b.shesha.ok) {
-        // Whole-run merge fraction from the switch's own counters when available, else 1 - tx/rx
-        // over the window (every arrival either leaves or merges: unshaped queues never fill).
-        const double frac = b.totals.ok && b.totals.mergeable
-                                ? static_cast<double>(b.totals.merged) / static_cast<double>(b.totals.mergeable)
-                                : 1.0 - b.shesha.tx_mpps / b.shesha.rx_mpps;
-        tb.add_row({"shesha-switch", b.shesha.rx_mpps, gbps(b.shesha.rx_mpps), b.shesha.tx_mpps, frac,
-                    b.rx_ratio});
-        if (b.totals.ok && b.totals.queue_drops) {
-            tb.add_note(fmt::format("shesha-switch queue drops: {}", b.totals.queue_drops));
+    for (const std::uint16_t elems : {std::uint16_t{256}, std::uint16_t{2048}}) {
+        const std::string base = elems == 256 ? "gradients" : "gradients8k";
+        const fs::path p0 = dir / (base + "0.pcap"), p1 = dir / (base + "1.pcap");
+        const auto f0 = gradient_pairs(0, 1, elems), f1 = gradient_pairs(2, 2, elems);
+        if (!write_pcap(p0, f0) || !write_pcap(p1, f1)) throw std::runtime_error("cannot write pcaps in " + dir.string());
+        Workload w;
+        w.id = elems == 256 ? "grad1k" : "grad8k";
+        w.gradients = true;
+        w.rx_basis = true;
+        w.frame_bytes = static_cast<double>(f0.front().size());
+        w.payload_bytes = elems * 4.0;
+        w.ports = "net_pcap replay";
+        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
+                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string())};
+        if (elems == 256) {
+            w.title = fmt::format("{} B GRADIENT frames (256 fp32), 2 net_pcap replay ports, half mergeable",
+                                  f0.front().size());
+            w.arms = {tp_io, tp_mac, ovs, sw};
+        } else {
+            w.mtu = kJumboMtu;
+            w.title = fmt::format("{} B GRADIENT frames (2048 fp32, 8 KB), 2 net_pcap replay ports, mtu {}, half "
+                                  "mergeable",
+                                  f0.front().size(), kJumboMtu);
+            w.arms = {tp_io, tp_mac, sw};
+            w.notes = {fmt::format("mbufs of {} B data room (testpmd --mbuf-size={} --max-pkt-len={}; shesha-switch "
+                                   "ports mtu: {}), one segment per frame",
+                                   kJumboMbufSize, kJumboMbufSize, kJumboMtu + 18, kJumboMtu),
+                       "goal (issue 12): >= 100 Gbps of gradient payload received per forwarding core"};
         }
+        w.notes.push_back("rx Gbps = frame bytes (no preamble/FCS) x rx rate; payload Gbps = fp32 gradient bytes x rx "
+                          "rate; merged frac = merged / mergeable arrivals (switch stats, last round); pcap replay "
+                          "copies each frame into a fresh mbuf, for every program; learners never send, so every "
+                          "program floods (to the one other port)");
+        workloads.push_back(std::move(w));
     }
-    note_failure(tb, "dpdk-testpmd", b.testpmd);
-    note_failure(tb, "shesha-switch", b.shesha);
-    tb.add_note("rx Gbps = frame bytes (no preamble/FCS) x rx rate; merged frac = merged / mergeable arrivals (switch "
-                "stats); pcap replay copies each frame into a fresh mbuf, for both programs");
-    tb.print();
-    tables.push_back(std::move(tb));
 
-    if (own_dir && !failed) fs::remove_all(dir);
+    bool failed = false, keep_logs = false;
+    std::vector<WorkloadResult> results;
+    for (const Workload& w : workloads) {
+        WorkloadResult res = run_workload(fwd, dir, tag, w, not_run, secs, rounds);
+        if (&w == &workloads.front() && res.arms[0].ok_rounds() == 0) {
+            // testpmd is plain DPDK: if it cannot run, DPDK cannot run here at all.
+            result.skipped = true;
+            result.reason = "dpdk-testpmd could not run (EAL cannot init here?): " + res.arms[0].reason;
+            return result;
+        }
+        Table t = make_table(res, rounds, secs, failed, keep_logs);
+        t.print();
+        tables.push_back(std::move(t));
+        results.push_back(std::move(res));
+    }
+    result.json = forward_json(results, opt);
+
+    if (keep_logs) {
+        // An OVS failure does not fail the benchmark (it is an external reference), but its logs stay.
+        dir_guard.keep = true;
+        fmt::print("forward: logs of the failed runs kept in {}\n", dir.string());
+    }
     if (failed) {
         result.failed = true;
         result.reason = "a forwarding run failed; logs kept in " + dir.string();

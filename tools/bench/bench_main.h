@@ -20,12 +20,17 @@ struct ForwardOptions {
     std::string switch_binary;   // path to shesha-switch
     std::string testpmd_binary = "dpdk-testpmd";
     std::string work_dir;        // scratch directory for configs, pcaps and logs
+    // OVS-DPDK reference: "auto" (on, except in --quick runs), "on" or "off".
+    std::string ovs = "auto";
+    std::string ovs_vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
+    std::string ovs_schema = "/usr/share/openvswitch/vswitch.ovsschema";
 };
 struct ForwardResult {
     std::vector<Table> tables;   // already printed
     bool skipped = false;        // DPDK cannot run here: nothing measured
     bool failed = false;         // a run failed (details in the tables' notes)
     std::string reason;          // why skipped or failed
+    std::string json;            // the "shesha-bench-forward" object (docs/benchmarks.md), empty if skipped
 };
 ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd);
 

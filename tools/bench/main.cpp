@@ -2,7 +2,7 @@
 //
 //   shesha-bench merge    merge kernels vs memcpy and a non-vectorised scalar loop
 //   shesha-bench queue    AggregatingQueue vs a plain pointer ring
-//   shesha-bench forward  shesha-switch vs dpdk-testpmd io forwarding (net_null / net_pcap ports)
+//   shesha-bench forward  shesha-switch vs dpdk-testpmd io and mac, and OVS-DPDK NORMAL (net_null / net_pcap ports)
 //   shesha-bench learner  learner GRADIENT chunk apply (RMSProp, Adam, LearnerCore) vs memcpy and axpy
 //   shesha-bench sender   worker gradient send path over loopback UDP vs plain sendto and shesha-gen
 //   shesha-bench all      everything
@@ -51,11 +51,15 @@ int main(int argc, char** argv) {
     app.add_option("--testpmd", fwd.testpmd_binary, "dpdk-testpmd binary")->capture_default_str();
     std::string gen_binary = (self_dir() / "../gen/shesha-gen").lexically_normal().string();
     app.add_option("--gen", gen_binary, "shesha-gen binary (sender reference)")->capture_default_str();
+    app.add_option("--ovs", fwd.ovs, "OVS-DPDK reference in forward: auto (on unless --quick), on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+    app.add_option("--ovs-vswitchd", fwd.ovs_vswitchd, "ovs-vswitchd built with DPDK")->capture_default_str();
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
 
     auto* merge_cmd = app.add_subcommand("merge", "merge kernel throughput vs memcpy and a scalar loop");
     auto* queue_cmd = app.add_subcommand("queue", "AggregatingQueue vs a plain pointer ring");
-    auto* forward_cmd = app.add_subcommand("forward", "shesha-switch vs dpdk-testpmd forwarding");
+    auto* forward_cmd = app.add_subcommand("forward", "shesha-switch vs dpdk-testpmd (io, mac) and OVS-DPDK forwarding");
     auto* learner_cmd = app.add_subcommand("learner", "learner chunk apply vs memcpy and axpy");
     auto* sender_cmd = app.add_subcommand("sender", "worker send path vs plain sendto and shesha-gen (loopback)");
     auto* all_cmd = app.add_subcommand("all", "every benchmark");
@@ -77,6 +81,7 @@ int main(int argc, char** argv) {
     std::vector<Table> tables;
     bool skipped = false;
     std::string skip_reason;
+    std::string forward_json;
     int status = 0;
     if (all || merge_cmd->parsed()) {
         tables.push_back(run_merge_bench(opt));
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
             for (Table& t : r.tables) tables.push_back(std::move(t));
             skipped = r.skipped;
             skip_reason = r.reason;
+            forward_json = r.json;
             if (r.skipped) fmt::print("\nforward: SKIPPED: {}\n", r.reason);
             if (r.failed) {
                 fmt::print(stderr, "forward: FAILED: {}\n", r.reason);
@@ -119,12 +125,16 @@ int main(int argc, char** argv) {
     }
     if (!json_path.empty()) {
         std::ofstream out(json_path);
-        out << fmt::format("{{\"cpu\": \"{}\", \"cpus\": {}, \"simd\": \"{}\", \"quick\": {}, \"skipped\": \"{}\", "
-                           "\"tables\": [\n  ",
+        // Top level: schema "shesha-bench" version 2 (docs/benchmarks.md, "JSON output"): the machine,
+        // every printed table, and "forward" (schema "shesha-bench-forward") when forward ran.
+        out << fmt::format("{{\"schema\": \"shesha-bench\", \"schema_version\": 2, \"cpu\": \"{}\", \"cpus\": {}, "
+                           "\"simd\": \"{}\", \"quick\": {}, \"skipped\": \"{}\", \"tables\": [\n  ",
                            json_escape(cpu_model()), online_cpus(), shesha::core::to_string(shesha::core::detect_simd()),
                            opt.quick ? "true" : "false", json_escape(skip_reason));
         for (std::size_t i = 0; i < tables.size(); ++i) out << (i ? ",\n  " : "") << tables[i].to_json();
-        out << "\n]}\n";
+        out << "\n]";
+        if (!forward_json.empty()) out << ",\n \"forward\": " << forward_json;
+        out << "}\n";
         if (!out) {
             fmt::print(stderr, "error: cannot write {}\n", json_path);
             status = 1;
