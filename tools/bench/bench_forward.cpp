@@ -513,6 +513,7 @@ struct SwitchTotals {
     bool ok = false;
     std::uint64_t rx = 0, tx = 0, filtered = 0, flooded = 0, merged = 0, mergeable = 0, queue_drops = 0;
     std::uint64_t too_big = 0, multi_segment = 0;
+    std::uint64_t handoff_drops = 0, egress_rounds = 0, egress_idle_rounds = 0;  // lcores > 1
 };
 
 std::uint64_t u64_or_zero(const YAML::Node& n) { return n ? n.as<std::uint64_t>() : 0; }
@@ -522,6 +523,11 @@ SwitchTotals read_switch_stats(const fs::path& path) {
     SwitchTotals t;
     try {
         const YAML::Node root = YAML::LoadFile(path.string());
+        if (const YAML::Node in = root["internal"]) {
+            t.handoff_drops = u64_or_zero(in["handoff_drops"]);
+            t.egress_rounds = u64_or_zero(in["egress_rounds"]);
+            t.egress_idle_rounds = u64_or_zero(in["egress_idle_rounds"]);
+        }
         for (const YAML::Node& port : root["ports"]) {
             t.rx += port["rx_packets"].as<std::uint64_t>();
             t.tx += port["tx_packets"].as<std::uint64_t>();
@@ -839,6 +845,12 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
                                        arm.label, pct(a.totals.filtered, a.totals.rx), pct(a.totals.flooded, a.totals.rx)));
             }
             if (a.totals.queue_drops) t.add_note(fmt::format("{}: queue drops {}", arm.label, a.totals.queue_drops));
+            if (a.totals.handoff_drops) {
+                t.add_note(fmt::format("{}: {} of received frames dropped at the RX->egress lcore handoff (ring full); "
+                                       "the egress lcore found nothing to do in {} of its rounds",
+                                       arm.label, pct(a.totals.handoff_drops, a.totals.rx),
+                                       pct(a.totals.egress_idle_rounds, a.totals.egress_rounds)));
+            }
             if (a.totals.too_big || a.totals.multi_segment) {
                 t.add_note(fmt::format("{}: tx_too_big {}, rx_multi_segment {}", arm.label, a.totals.too_big,
                                        a.totals.multi_segment));
