@@ -396,7 +396,7 @@ public:
         std::error_code ec;
         if (!dir_.empty()) {
             // Keep the logs next to the other programs' logs (the temp dir itself goes away).
-            for (const char* f : {"ovs-vswitchd.log", "commands.log"}) {
+            for (const char* f : {"ovs-vswitchd.log", "ovs-vswitchd.out", "commands.log"}) {
                 if (fs::exists(dir_ / f)) fs::copy_file(dir_ / f, keep_logs_as_.string() + "-" + f,
                                                         fs::copy_options::overwrite_existing, ec);
             }
@@ -446,7 +446,7 @@ public:
                                              "--pidfile=" + d + "/ovs-vswitchd.pid",
                                              "--unixctl=" + d + "/ovs-vswitchd.ctl",
                                              "--log-file=" + d + "/ovs-vswitchd.log"};
-        vswitchd_log_ = dir_ / "ovs-vswitchd.out";
+        vswitchd_log_ = dir_ / "ovs-vswitchd.out";  // stdout/stderr; OVS logs to --log-file
         vswitchd_ = std::make_unique<Child>(vswitchd, vswitchd_log_, env_);
         // One transaction: the bridge (userspace datapath) and every port; ovs-vsctl waits until
         // ovs-vswitchd has applied it (EAL init included, a few seconds).
@@ -460,7 +460,20 @@ public:
             }
             if (mtu) add.push_back(fmt::format("mtu_request={}", mtu));
         }
-        if (cmd(add, true) != 0) {
+        // Run it while watching ovs-vswitchd: if the daemon dies, stop waiting for it.
+        int add_status = -1;
+        {
+            std::vector<std::string> argv = vsctl;
+            argv.insert(argv.end(), add.begin(), add.end());
+            {
+                std::ofstream l(cmdlog, std::ios::app);
+                l << "$ ovs-vsctl ... add-br " << bridge() << " (" << vdevs.size() << " dpdk ports)\n";
+            }
+            Child c(argv, cmdlog, env_, /*append=*/true);
+            while (c.running() && vswitchd_->running()) nap(std::chrono::milliseconds(20));
+            add_status = c.running() ? c.stop(SIGKILL) : c.wait(std::chrono::seconds(1));
+        }
+        if (add_status != 0) {
             return fmt::format("ovs-vswitchd did not bring up the bridge{}:\n{}{}",
                                vswitchd_->running() ? "" : " (it exited)", Child::tail_of(cmdlog, 4),
                                Child::tail_of(dir_ / "ovs-vswitchd.log", 8));
@@ -741,7 +754,7 @@ Rates run_arm(const ForwardOptions& fwd, const fs::path& dir, const std::string&
         Rates r;
         OvsInstance ovs(fwd, prefix, dir / fmt::format("{}-r{}", name, round));
         if (std::string err = ovs.start(w.vdevs, w.mtu); !err.empty()) {
-            r.error = "OVS-DPDK did not start: " + err;
+            r.error = fmt::format("OVS-DPDK did not start (logs: {}-*.log): {}", (dir / fmt::format("{}-r{}", name, round)).string(), err);
             return r;
         }
         r = measure_running(ovs.vswitchd(), prefix, static_cast<int>(w.vdevs.size()), secs, ovs.vswitchd_log());
