@@ -498,6 +498,7 @@ public:
         // Fairness: the bridge's own internal port (a tap) would receive a copy of every flooded
         // frame (the gradient workloads flood: their learners never send); shesha-switch and
         // testpmd have no such port. NORMAL still learns and floods among p0, p1.
+        if (fwd_.ovs_flood_local) return {};
         if (run_command({"ovs-ofctl", "mod-port", bridge(), bridge(), "no-flood"}, cmdlog, env_) != 0)
             return "ovs-ofctl mod-port no-flood failed:\n" + Child::tail_of(cmdlog, 4);
         return {};
@@ -930,7 +931,8 @@ std::string forward_json(const std::vector<WorkloadResult>& results, const RunOp
                 json_escape(a.reason), a.ok_rounds(), jspread(rx), jspread(tx), jsamples(a.rx), jsamples(a.tx),
                 jnum(rx.median * w.frame_bytes * 8 / 1e3), jnum(rx.median * w.payload_bytes * 8 / 1e3),
                 jnum(rx.median * w.payload_bytes * 8 / 1e3 / arm.cores),
-                arm.program == Program::Shesha ? jnum(merged_fraction(a)) : (w.gradients ? "0" : "null"));
+                arm.program == Program::Shesha ? jnum(merged_fraction(a))
+                                               : (w.gradients && a.ok_rounds() > 0 ? "0" : "null"));
             bool first = true;
             for (const auto& [id, col] : kReferences) {
                 const auto rr = res.ratios(i, id, true), rt = res.ratios(i, id, false);
@@ -1077,6 +1079,12 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
                           "rate; merged frac = merged / mergeable arrivals (switch stats, last round); pcap replay "
                           "copies each frame into a fresh mbuf, for every program; learners never send, so every "
                           "program floods (to the one other port)");
+        if (elems == 256) {
+            w.notes.push_back(fwd.ovs_flood_local
+                                  ? "--ovs-flood-local: OVS also floods every frame to its bridge's internal port"
+                                  : "OVS: the bridge's internal port is set no-flood (shesha and testpmd have no such "
+                                    "port); --ovs-flood-local keeps OVS's default");
+        }
         workloads.push_back(std::move(w));
     }
 

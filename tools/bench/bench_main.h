@@ -24,6 +24,7 @@ struct ForwardOptions {
     std::string ovs = "auto";
     std::string ovs_vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
     std::string ovs_schema = "/usr/share/openvswitch/vswitch.ovsschema";
+    bool ovs_flood_local = false;  // keep OVS's default: floods also reach the bridge's internal port
 };
 struct ForwardResult {
     std::vector<Table> tables;   // already printed

@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
     app.add_option("--ovs", fwd.ovs, "OVS-DPDK reference in forward: auto (on unless --quick), on, off")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
+    app.add_flag("--ovs-flood-local", fwd.ovs_flood_local,
+                 "OVS floods also to its bridge's internal port (its default; off: no-flood, like the others)");
     app.add_option("--ovs-vswitchd", fwd.ovs_vswitchd, "ovs-vswitchd built with DPDK")->capture_default_str();
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
 
