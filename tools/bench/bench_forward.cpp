@@ -39,6 +39,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <yaml-cpp/yaml.h>
@@ -113,6 +114,18 @@ public:
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
+        // The child's environment, built before fork: ours, with `env`'s names replaced.
+        std::vector<char*> envp;
+        for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+            const std::string_view var(*e);
+            const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& x) {
+                const auto eq = x.find('=');
+                return var.size() > eq && var.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1);
+            });
+            if (!replaced) envp.push_back(*e);
+        }
+        for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+        envp.push_back(nullptr);
         pid_ = ::fork();
         if (pid_ < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
         if (pid_ == 0) {
@@ -122,8 +135,7 @@ public:
                 ::dup2(STDOUT_FILENO, STDERR_FILENO) < 0) {
                 ::_exit(126);
             }
-            for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-            ::execvp(args[0], args.data());
+            ::execvpe(args[0], args.data(), envp.data());
             std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
             ::_exit(127);
         }

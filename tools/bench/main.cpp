@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     ForwardOptions fwd;
     // Built next to us in the same build tree (tools/bench -> switch/dpdk).
     fwd.switch_binary = (self_dir() / "../../switch/dpdk/shesha-switch").lexically_normal().string();
-    app.add_flag("--quick", opt.quick, "smoke run: few repetitions, ~1 s forwarding windows");
+    app.add_flag("--quick", opt.quick, "smoke run: few repetitions, 0.5 s forwarding windows, one round, no OVS-DPDK");
     app.add_option("--json", json_path, "also write the result tables to this JSON file");
     app.add_option("--seconds", opt.seconds, "measurement window per forwarding run")->check(CLI::Range(0.2, 60.0));
     app.add_option("--rounds", opt.forward_rounds, "alternating testpmd/shesha-switch rounds per forwarding workload")
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     }
 
     const bool all = all_cmd->parsed();
-    if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 1.0;
+    if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 0.5;
     if (opt.quick && !app.get_option("--rounds")->count()) opt.forward_rounds = 1;
 
     fmt::print("shesha-bench on {} ({} CPUs), best SIMD {}{}\n", cpu_model(), online_cpus(),
