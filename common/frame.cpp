@@ -1,5 +1,6 @@
 // Ethernet / IPv4 / UDP parsing, checksums and frame building. See common/frame.h.
 #include "frame.h"
+#include "big_endian.h"
 
 #include <cstring>
 
@@ -7,30 +8,13 @@ namespace shesha::frame {
 
 namespace {
 
-std::uint16_t load_be16(const std::uint8_t* p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-           std::uint32_t{p[3]};
-}
-void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
-    p[0] = static_cast<std::uint8_t>(v >> 8);
-    p[1] = static_cast<std::uint8_t>(v);
-}
-void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
-    p[0] = static_cast<std::uint8_t>(v >> 24);
-    p[1] = static_cast<std::uint8_t>(v >> 16);
-    p[2] = static_cast<std::uint8_t>(v >> 8);
-    p[3] = static_cast<std::uint8_t>(v);
-}
 
 // RFC 1071 one's-complement sum of 16-bit big-endian words (odd tail padded with zero), not
 // folded; the caller adds more parts and folds once.
 std::uint64_t sum_words(const std::uint8_t* p, std::size_t len) noexcept {
     std::uint64_t sum = 0;
     std::size_t i = 0;
-    for (; i + 1 < len; i += 2) sum += load_be16(p + i);
+    for (; i + 1 < len; i += 2) sum += be::load16(p + i);
     if (i < len) sum += std::uint32_t{p[i]} << 8;
     return sum;
 }
@@ -52,10 +36,10 @@ FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_por
     if (len < kEthHeaderSize) return info;  // too short to claim anything: NonIp
 
     std::size_t l3 = kEthHeaderSize;
-    std::uint16_t ether_type = load_be16(f + 12);
+    std::uint16_t ether_type = be::load16(f + 12);
     if (ether_type == kEtherTypeVlan) {
         if (len < kEthHeaderSize + 4) return info;
-        ether_type = load_be16(f + 16);  // one tag only: a second tag reads as a non-IPv4 type
+        ether_type = be::load16(f + 16);  // one tag only: a second tag reads as a non-IPv4 type
         l3 += 4;
     }
     if (ether_type != kEtherTypeIpv4) return info;
@@ -68,18 +52,18 @@ FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_por
     if ((ip[0] >> 4) != 4) return info;
     const std::size_t ihl_bytes = std::size_t{ip[0] & 0x0Fu} * 4;
     if (ihl_bytes < kIpv4MinHeaderSize || ihl_bytes > l3_avail) return info;
-    const std::size_t total_len = load_be16(ip + 2);
+    const std::size_t total_len = be::load16(ip + 2);
     // Frames may carry Ethernet padding after the datagram, so only total_len > frame is an error.
     if (total_len < ihl_bytes || total_len > l3_avail) return info;
 
     info.ecn = ip[1] & 0x03;
-    info.src_ip = load_be32(ip + 12);
-    info.dst_ip = load_be32(ip + 16);
+    info.src_ip = be::load32(ip + 12);
+    info.dst_ip = be::load32(ip + 16);
     info.kind = FrameKind::IpOther;
 
     // Fragments never reach the merge path: later fragments have no UDP header, and a first
     // fragment (MF set) does not hold the whole Shesha message.
-    const std::uint16_t frag = load_be16(ip + 6);
+    const std::uint16_t frag = be::load16(ip + 6);
     const bool more_fragments = (frag & 0x2000) != 0;
     const std::uint16_t frag_offset = frag & 0x1FFF;
     if (frag_offset != 0 || more_fragments) return info;
@@ -90,14 +74,14 @@ FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_por
     if (ip_payload < kUdpHeaderSize) return info;
     const std::size_t l4 = l3 + ihl_bytes;
     const std::uint8_t* udp = f + l4;
-    const std::size_t udp_len = load_be16(udp + 4);
+    const std::size_t udp_len = be::load16(udp + 4);
     if (udp_len < kUdpHeaderSize || udp_len > ip_payload) return info;
 
     info.l4_offset = static_cast<std::uint16_t>(l4);
     info.payload_offset = static_cast<std::uint16_t>(l4 + kUdpHeaderSize);
     info.payload_len = static_cast<std::uint16_t>(udp_len - kUdpHeaderSize);
-    info.src_port = load_be16(udp + 0);
-    info.dst_port = load_be16(udp + 2);
+    info.src_port = be::load16(udp + 0);
+    info.dst_port = be::load16(udp + 2);
     info.kind = info.dst_port == shesha_port ? FrameKind::Shesha : FrameKind::IpOther;
     return info;
 }
@@ -105,25 +89,25 @@ FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_por
 bool mark_ecn_ce(std::uint8_t* ip) noexcept {
     const std::uint8_t ecn = ip[1] & 0x03;
     if (ecn == 0 || ecn == 3) return false;  // Not-ECT must not be marked; CE is already CE
-    const std::uint16_t old_word = load_be16(ip);
+    const std::uint16_t old_word = be::load16(ip);
     ip[1] |= 0x03;
-    const std::uint16_t new_word = load_be16(ip);
+    const std::uint16_t new_word = be::load16(ip);
     // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')
-    const std::uint16_t old_csum = load_be16(ip + kIpv4ChecksumOffset);
+    const std::uint16_t old_csum = be::load16(ip + kIpv4ChecksumOffset);
     const std::uint64_t sum = std::uint64_t{static_cast<std::uint16_t>(~old_csum)} +
                               static_cast<std::uint16_t>(~old_word) + new_word;
-    store_be16(ip + kIpv4ChecksumOffset, static_cast<std::uint16_t>(~fold(sum)));
+    be::store16(ip + kIpv4ChecksumOffset, static_cast<std::uint16_t>(~fold(sum)));
     return true;
 }
 
 void clear_udp_checksum(std::uint8_t* udp_header) noexcept {
-    store_be16(udp_header + kUdpChecksumOffset, 0);
+    be::store16(udp_header + kUdpChecksumOffset, 0);
 }
 
 std::uint16_t ipv4_header_checksum(const std::uint8_t* ip, std::size_t len) noexcept {
     // The checksum field itself is skipped (counted as zero).
     std::uint64_t sum = sum_words(ip, len);
-    if (len >= kIpv4ChecksumOffset + 2) sum -= load_be16(ip + kIpv4ChecksumOffset);
+    if (len >= kIpv4ChecksumOffset + 2) sum -= be::load16(ip + kIpv4ChecksumOffset);
     return static_cast<std::uint16_t>(~fold(sum));
 }
 
@@ -132,7 +116,7 @@ std::uint16_t udp_checksum(const std::uint8_t* ip, const std::uint8_t* udp, std:
     sum += kIpProtoUdp;
     sum += udp_len;
     sum += sum_words(udp, udp_len);
-    if (udp_len >= kUdpChecksumOffset + 2) sum -= load_be16(udp + kUdpChecksumOffset);
+    if (udp_len >= kUdpChecksumOffset + 2) sum -= be::load16(udp + kUdpChecksumOffset);
     const std::uint16_t csum = static_cast<std::uint16_t>(~fold(sum));
     // Over IPv4 a zero checksum means "none", so a computed zero is sent as all ones (RFC 768).
     return csum == 0 ? 0xFFFF : csum;
@@ -148,27 +132,27 @@ std::size_t build_udp_frame(const Endpoints& ep, std::size_t payload_len, std::s
     std::uint8_t* eth = out.data();
     std::memcpy(eth, ep.dst_mac.data(), 6);
     std::memcpy(eth + 6, ep.src_mac.data(), 6);
-    store_be16(eth + 12, kEtherTypeIpv4);
+    be::store16(eth + 12, kEtherTypeIpv4);
 
     std::uint8_t* ip = eth + kEthHeaderSize;
     ip[0] = 0x45;  // version 4, IHL 5
     ip[1] = ep.ecn & 0x03;
-    store_be16(ip + 2, static_cast<std::uint16_t>(ip_len));
-    store_be16(ip + 4, 0);       // identification: unused, DF is set
-    store_be16(ip + 6, 0x4000);  // DF, offset 0
+    be::store16(ip + 2, static_cast<std::uint16_t>(ip_len));
+    be::store16(ip + 4, 0);       // identification: unused, DF is set
+    be::store16(ip + 6, 0x4000);  // DF, offset 0
     ip[8] = ep.ttl;
     ip[9] = kIpProtoUdp;
-    store_be16(ip + kIpv4ChecksumOffset, 0);
-    store_be32(ip + 12, ep.src_ip);
-    store_be32(ip + 16, ep.dst_ip);
-    store_be16(ip + kIpv4ChecksumOffset, ipv4_header_checksum(ip, kIpv4MinHeaderSize));
+    be::store16(ip + kIpv4ChecksumOffset, 0);
+    be::store32(ip + 12, ep.src_ip);
+    be::store32(ip + 16, ep.dst_ip);
+    be::store16(ip + kIpv4ChecksumOffset, ipv4_header_checksum(ip, kIpv4MinHeaderSize));
 
     std::uint8_t* udp = ip + kIpv4MinHeaderSize;
-    store_be16(udp + 0, ep.src_port);
-    store_be16(udp + 2, ep.dst_port);
-    store_be16(udp + 4, static_cast<std::uint16_t>(udp_len));
-    store_be16(udp + kUdpChecksumOffset, 0);
-    if (udp_csum) store_be16(udp + kUdpChecksumOffset, udp_checksum(ip, udp, udp_len));
+    be::store16(udp + 0, ep.src_port);
+    be::store16(udp + 2, ep.dst_port);
+    be::store16(udp + 4, static_cast<std::uint16_t>(udp_len));
+    be::store16(udp + kUdpChecksumOffset, 0);
+    if (udp_csum) be::store16(udp + kUdpChecksumOffset, udp_checksum(ip, udp, udp_len));
     return frame_len;
 }
 

@@ -1,5 +1,6 @@
 // The Shesha wire codec. Layout and rules: common/protocol.h and docs/protocol.md.
 #include "protocol.h"
+#include "big_endian.h"
 
 #include <cstring>
 
@@ -7,31 +8,6 @@ namespace shesha::proto {
 
 namespace {
 
-// Big-endian field access by byte, so alignment and host byte order never matter.
-std::uint16_t load_be16(const std::uint8_t* p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-           std::uint32_t{p[3]};
-}
-std::uint64_t load_be64(const std::uint8_t* p) noexcept {
-    return (std::uint64_t{load_be32(p)} << 32) | load_be32(p + 4);
-}
-void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
-    p[0] = static_cast<std::uint8_t>(v >> 8);
-    p[1] = static_cast<std::uint8_t>(v);
-}
-void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
-    p[0] = static_cast<std::uint8_t>(v >> 24);
-    p[1] = static_cast<std::uint8_t>(v >> 16);
-    p[2] = static_cast<std::uint8_t>(v >> 8);
-    p[3] = static_cast<std::uint8_t>(v);
-}
-void store_be64(std::uint8_t* p, std::uint64_t v) noexcept {
-    store_be32(p, static_cast<std::uint32_t>(v >> 32));
-    store_be32(p + 4, static_cast<std::uint32_t>(v));
-}
 
 bool carries_elements(MsgType t) noexcept { return t == MsgType::Gradient || t == MsgType::Model; }
 
@@ -80,7 +56,7 @@ std::size_t elem_size(ElemType t) noexcept {
 DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept {
     if (bytes.size() < kHeaderSize) return DecodeError::ShortPacket;
     const std::uint8_t* p = bytes.data();
-    if (load_be16(p + off::kMagic) != kMagic) return DecodeError::BadMagic;
+    if (be::load16(p + off::kMagic) != kMagic) return DecodeError::BadMagic;
     if (p[off::kVersion] != kVersion) return DecodeError::BadVersion;
     if (!known_type(p[off::kType])) return DecodeError::UnknownType;
     if ((p[off::kFlags] & ~flag::kKnown) != 0) return DecodeError::UnknownFlags;
@@ -89,16 +65,16 @@ DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noex
     out.type = static_cast<MsgType>(p[off::kType]);
     out.flags = p[off::kFlags];
     out.elem_type = static_cast<ElemType>(p[off::kElemType]);
-    out.cluster_id = load_be16(p + off::kClusterId);
-    out.worker_id = load_be32(p + off::kWorkerId);
-    out.model_version = load_be32(p + off::kModelVersion);
-    out.seq = load_be32(p + off::kSeq);
-    out.chunk_index = load_be16(p + off::kChunkIndex);
-    out.chunk_count = load_be16(p + off::kChunkCount);
-    out.elem_count = load_be16(p + off::kElemCount);
-    out.contrib_count = load_be16(p + off::kContribCount);
-    out.ts_earliest_ns = load_be64(p + off::kTsEarliest);
-    out.ts_latest_ns = load_be64(p + off::kTsLatest);
+    out.cluster_id = be::load16(p + off::kClusterId);
+    out.worker_id = be::load32(p + off::kWorkerId);
+    out.model_version = be::load32(p + off::kModelVersion);
+    out.seq = be::load32(p + off::kSeq);
+    out.chunk_index = be::load16(p + off::kChunkIndex);
+    out.chunk_count = be::load16(p + off::kChunkCount);
+    out.elem_count = be::load16(p + off::kElemCount);
+    out.contrib_count = be::load16(p + off::kContribCount);
+    out.ts_earliest_ns = be::load64(p + off::kTsEarliest);
+    out.ts_latest_ns = be::load64(p + off::kTsLatest);
 
     if (carries_elements(out.type)) {
         if (out.elem_type != ElemType::F32 && out.elem_type != ElemType::BF16) return DecodeError::BadElemType;
@@ -139,72 +115,72 @@ DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noexcept {
 bool encode_header(const Header& h, std::span<std::uint8_t> out) noexcept {
     if (out.size() < kHeaderSize) return false;
     std::uint8_t* p = out.data();
-    store_be16(p + off::kMagic, kMagic);
+    be::store16(p + off::kMagic, kMagic);
     p[off::kVersion] = h.version;
     p[off::kType] = static_cast<std::uint8_t>(h.type);
     p[off::kFlags] = h.flags;
     p[off::kElemType] = static_cast<std::uint8_t>(h.elem_type);
-    store_be16(p + off::kClusterId, h.cluster_id);
-    store_be32(p + off::kWorkerId, h.worker_id);
-    store_be32(p + off::kModelVersion, h.model_version);
-    store_be32(p + off::kSeq, h.seq);
-    store_be16(p + off::kChunkIndex, h.chunk_index);
-    store_be16(p + off::kChunkCount, h.chunk_count);
-    store_be16(p + off::kElemCount, h.elem_count);
-    store_be16(p + off::kContribCount, h.contrib_count);
-    store_be64(p + off::kTsEarliest, h.ts_earliest_ns);
-    store_be64(p + off::kTsLatest, h.ts_latest_ns);
-    store_be32(p + off::kReserved, 0);
+    be::store16(p + off::kClusterId, h.cluster_id);
+    be::store32(p + off::kWorkerId, h.worker_id);
+    be::store32(p + off::kModelVersion, h.model_version);
+    be::store32(p + off::kSeq, h.seq);
+    be::store16(p + off::kChunkIndex, h.chunk_index);
+    be::store16(p + off::kChunkCount, h.chunk_count);
+    be::store16(p + off::kElemCount, h.elem_count);
+    be::store16(p + off::kContribCount, h.contrib_count);
+    be::store64(p + off::kTsEarliest, h.ts_earliest_ns);
+    be::store64(p + off::kTsLatest, h.ts_latest_ns);
+    be::store32(p + off::kReserved, 0);
     return true;
 }
 
 bool encode_credit(const CreditBody& c, std::span<std::uint8_t> out) noexcept {
     if (out.size() < kCreditBodySize) return false;
     std::uint8_t* p = out.data();
-    store_be32(p + 0, c.credits);
-    store_be32(p + 4, c.acked_seq);
-    store_be32(p + 8, c.learner_version);
-    store_be32(p + 12, c.ce_count);
+    be::store32(p + 0, c.credits);
+    be::store32(p + 4, c.acked_seq);
+    be::store32(p + 8, c.learner_version);
+    be::store32(p + 12, c.ce_count);
     return true;
 }
 
 bool decode_credit(std::span<const std::uint8_t> body, CreditBody& out) noexcept {
     if (body.size() != kCreditBodySize) return false;
     const std::uint8_t* p = body.data();
-    out.credits = load_be32(p + 0);
-    out.acked_seq = load_be32(p + 4);
-    out.learner_version = load_be32(p + 8);
-    out.ce_count = load_be32(p + 12);
+    out.credits = be::load32(p + 0);
+    out.acked_seq = be::load32(p + 4);
+    out.learner_version = be::load32(p + 8);
+    out.ce_count = be::load32(p + 12);
     return true;
 }
 
 bool encode_feedback(const FeedbackBody& f, std::span<std::uint8_t> out) noexcept {
     if (out.size() < kFeedbackBodySize) return false;
     std::uint8_t* p = out.data();
-    store_be16(p + 0, f.port_id);
-    store_be16(p + 2, f.queue_capacity);
-    store_be16(p + 4, f.queue_depth);
-    store_be16(p + 6, f.mark_permille);
-    store_be32(p + 8, f.queue_bytes);
-    store_be32(p + 12, f.sojourn_us);
-    store_be16(p + 16, f.merge_permille);
-    store_be16(p + 18, 0);  // reserved: always written as zero
-    store_be32(p + 20, f.drops);
+    be::store16(p + 0, f.port_id);
+    be::store16(p + 2, f.queue_capacity);
+    be::store16(p + 4, f.queue_depth);
+    be::store16(p + 6, f.mark_permille);
+    be::store32(p + 8, f.queue_bytes);
+    be::store32(p + 12, f.sojourn_us);
+    be::store16(p + 16, f.merge_permille);
+    be::store16(p + 18, 0);  // reserved: always written as zero
+    be::store32(p + 20, f.drops);
     return true;
 }
 
 bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noexcept {
     if (body.size() != kFeedbackBodySize) return false;
     const std::uint8_t* p = body.data();
-    out.port_id = load_be16(p + 0);
-    out.queue_capacity = load_be16(p + 2);
-    out.queue_depth = load_be16(p + 4);
-    out.mark_permille = load_be16(p + 6);
-    out.queue_bytes = load_be32(p + 8);
-    out.sojourn_us = load_be32(p + 12);
-    out.merge_permille = load_be16(p + 16);
+    out.port_id = be::load16(p + 0);
+    out.queue_capacity = be::load16(p + 2);
+    out.queue_depth = be::load16(p + 4);
+    out.mark_permille = be::load16(p + 6);
+    out.queue_bytes = be::load32(p + 8);
+    out.sojourn_us = be::load32(p + 12);
+    out.merge_permille = be::load16(p + 16);
     out.reserved = 0;  // ignored on decode
-    out.drops = load_be32(p + 20);
+    out.drops = be::load32(p + 20);
     return true;
 }
 
@@ -232,14 +208,14 @@ std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
 namespace inplace {
 std::uint8_t flags(const std::uint8_t* p) noexcept { return p[off::kFlags]; }
 void set_flags(std::uint8_t* p, std::uint8_t f) noexcept { p[off::kFlags] = f; }
-std::uint32_t model_version(const std::uint8_t* p) noexcept { return load_be32(p + off::kModelVersion); }
-void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept { store_be32(p + off::kModelVersion, v); }
-std::uint16_t contrib_count(const std::uint8_t* p) noexcept { return load_be16(p + off::kContribCount); }
-void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept { store_be16(p + off::kContribCount, n); }
-std::uint64_t ts_earliest(const std::uint8_t* p) noexcept { return load_be64(p + off::kTsEarliest); }
-void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept { store_be64(p + off::kTsEarliest, ns); }
-std::uint64_t ts_latest(const std::uint8_t* p) noexcept { return load_be64(p + off::kTsLatest); }
-void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept { store_be64(p + off::kTsLatest, ns); }
+std::uint32_t model_version(const std::uint8_t* p) noexcept { return be::load32(p + off::kModelVersion); }
+void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept { be::store32(p + off::kModelVersion, v); }
+std::uint16_t contrib_count(const std::uint8_t* p) noexcept { return be::load16(p + off::kContribCount); }
+void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept { be::store16(p + off::kContribCount, n); }
+std::uint64_t ts_earliest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsEarliest); }
+void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsEarliest, ns); }
+std::uint64_t ts_latest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsLatest); }
+void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsLatest, ns); }
 }  // namespace inplace
 
 }  // namespace shesha::proto

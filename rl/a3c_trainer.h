@@ -1,6 +1,6 @@
 // A single-process A3C (Mnih et al. 2016) loop over the classic-control environments.
 //
-// N actors, each with its own environment, seed (worker/envs seeding) and model copy, pull the
+// N actors, each with its own environment, seed (drl/envs seeding) and model copy, pull the
 // learner's parameters, run an n-step rollout, compute the gradient and push it to the shared
 // learner, which applies it with the shared optimizer. Actors run either round-robin on the
 // calling thread (deterministic for a seed) or on their own threads (asynchronous, as in A3C).

@@ -24,7 +24,7 @@ namespace shesha::rl {
 enum class Activation { Tanh, Relu };
 
 struct ModelConfig {
-    std::string env_name = "CartPole-v1";  // a Gymnasium id known to worker/envs/registry.h
+    std::string env_name = "CartPole-v1";  // a Gymnasium id known to drl/envs/registry.h
     std::vector<std::size_t> hidden_sizes{64, 64};  // empty: linear heads on the observation
     Activation activation = Activation::Tanh;
     float initial_log_std = 0.0F;  // continuous actions only: starting log standard deviation

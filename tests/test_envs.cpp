@@ -1,4 +1,4 @@
-// Tests for worker/envs: trajectories pinned against tests/envs/gym_reference.py (a NumPy
+// Tests for drl/envs: trajectories pinned against tests/envs/gym_reference.py (a NumPy
 // re-derivation of Gymnasium's classic-control step functions), thresholds, time limits, reset
 // distributions and seeding.
 //

@@ -1,4 +1,5 @@
 #include "switch.h"
+#include "big_endian.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,9 +33,6 @@ std::uint64_t us_to_ticks(std::uint64_t us, std::uint64_t hz) noexcept {
     return static_cast<std::uint64_t>(static_cast<unsigned __int128>(us) * hz / 1'000'000);
 }
 
-std::uint16_t load_be16(const std::uint8_t* p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
 
 std::uint16_t clamp16(std::uint64_t v) noexcept {
     return static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFF));
@@ -225,7 +223,7 @@ std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[
     const auto* data = rte_pktmbuf_mtod(m, const std::uint8_t*);
     const std::uint16_t data_len = rte_pktmbuf_data_len(m);
     if (data_len < frame::kEthHeaderSize ||
-        (load_be16(data + 12) != frame::kEtherTypeIpv4 && load_be16(data + 12) != frame::kEtherTypeVlan)) {
+        (be::load16(data + 12) != frame::kEtherTypeIpv4 && be::load16(data + 12) != frame::kEtherTypeVlan)) {
         meta.cls = PacketClass::Plain;
         ++tally.non_ip;
         return;
@@ -589,7 +587,7 @@ void Switch::send_feedback(const PacketMeta& meta, const std::uint8_t* frame, st
     ep.src_ip = meta.dst_ip;
     ep.dst_ip = meta.src_ip;
     ep.src_port = cfg_.udp_port;
-    ep.dst_port = load_be16(frame + meta.l4_offset);  // the gradient's UDP source port
+    ep.dst_port = be::load16(frame + meta.l4_offset);  // the gradient's UDP source port
     if (frame::build_udp_frame(ep, kPayload, {out, kFrameLen}) == 0) {
         rte_pktmbuf_free(fb);
         bump(egress_->feedback_failed);

@@ -753,3 +753,79 @@ TEST_CASE("a MAC@IP member binding refuses a non-member that borrows a member's 
         CHECK(st.ports[1].queue_depth == 4);   // 2 fillers, member 1 (+2), the borrower's
     }
 }
+
+TEST_CASE("every received frame ends in exactly one counted fate", "[dpdk]") {
+    // Three ports: p0 the workers' side, p1 the learner (shaped, 64-packet queue: merges and tail
+    // drops), p2 a host on a small-mtu port (frames too big for it). Malformed frames and
+    // non-members are dropped by configuration; a frame to a MAC learned on its own ingress port is
+    // filtered; broadcasts flood (one extra copy each with three ports).
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    INFO("lcores " << lcores);
+    Rig rig(3);
+    core::SwitchConfig cfg = rig.config(lcores);
+    cfg.malformed = core::MalformedAction::Drop;
+    cfg.non_member = core::NonMemberAction::Drop;
+    cfg.ports[1].shaper.rate_bps = 10'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    cfg.ports[2].mtu = 576;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50), host = mac(0x60);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    std::uint64_t now = kHz;
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));  // floods to p0 and p2
+        rig.inject(2, l2_frame(host, kBroadcast, 0));     // floods to p0 and p1
+        rig.inject(0, l2_frame(mac(1), kBroadcast, 0));   // floods to p1 and p2: mac(1) learned on p0
+        run_round(s, now);
+        for (int round = 0; round < 6; ++round) {
+            for (int i = 0; i < 12; ++i)  // fillers toward the learner: the queue fills, then tail drops
+                rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                        std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+            for (int w = 1; w <= 4; ++w) rig.inject(0, gradient_frame(static_cast<std::uint8_t>(w), learner, learner_ip, 7, round % 4));
+            rig.inject(0, gradient_frame(9, learner, learner_ip, 7, 0));  // a non-member: dropped
+            auto bad = gradient_payload(gradient_header(7, 0, 1, 16));
+            bad[0] = 0x12;
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort, bad));  // malformed
+            rig.inject(0, l2_frame(mac(2), mac(1), 9));       // to a station behind p0 itself: filtered
+            rig.inject(0, udp_frame(mac(1), host, host_ip(1), host_ip(0x60), 9999,
+                                    std::vector<std::uint8_t>(1000, 0x22)));  // too big for p2's mtu 576
+            run_round(s, now);
+            Rig::free_all(rig.take(0));
+            Rig::free_all(rig.take(1));
+            Rig::free_all(rig.take(2));
+        }
+        for (int i = 0; i < 200; ++i) {  // let the shaped port drain
+            now += kHz / 100;
+            run_round(s, now);
+            for (std::size_t p = 0; p < 3; ++p) Rig::free_all(rig.take(p));
+        }
+        const auto st = snap(s, now);
+        std::uint64_t received = 0, copies = 0, sent = 0, merged = 0, tail_dropped = 0, filtered = 0, too_big = 0,
+                      waiting = 0;
+        for (const auto& p : st.ports) {
+            received += p.rx_packets;
+            copies += p.tx.flooded;  // three ports: each flood makes one copy beyond the original
+            sent += p.tx.packets;
+            merged += p.queue.merged;
+            tail_dropped += p.queue.dropped;
+            filtered += p.tx.filtered;
+            too_big += p.tx.too_big;
+            waiting += p.queue_depth + p.tx_pending;
+        }
+        const std::uint64_t dropped_by_policy = st.egress.malformed_dropped + st.egress.non_member_dropped;
+        INFO("received " << received << " copies " << copies << " sent " << sent << " merged " << merged << " tail "
+                         << tail_dropped << " filtered " << filtered << " too_big " << too_big << " policy "
+                         << dropped_by_policy << " waiting " << waiting << " clone_failed " << st.egress.clone_failed);
+        CHECK(received == 3 + 6 * 20);
+        CHECK(merged > 0);
+        CHECK(tail_dropped > 0);
+        CHECK(too_big == 6);
+        CHECK(filtered == 6);
+        CHECK(dropped_by_policy == 12);
+        CHECK(st.egress.clone_failed == 0);
+        CHECK(waiting == 0);
+        CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}

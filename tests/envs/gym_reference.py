@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Test oracle for worker/envs: Gymnasium's classic-control step functions, redone in NumPy.
+"""Test oracle for drl/envs: Gymnasium's classic-control step functions, redone in NumPy.
 
 Gymnasium itself cannot be installed here, so this script re-derives the dynamics of
 gymnasium/envs/classic_control/{cartpole,acrobot,mountain_car,continuous_mountain_car,pendulum}.py

@@ -29,7 +29,12 @@ expect_error() {  # expect_error NAME SED_EXPRESSION MESSAGE_PART
 expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged_steps: twice   # overrides/' \
     "clusters[1].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"
 expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
-expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..360"
+expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..2048 (above 356 the rack runs at MTU 9000), got 9000"
+# Chunks larger than a 1500-byte frame put the rack at MTU 9000; the plan says so.
+/usr/bin/sed 's/    chunk_elems: 256/    chunk_elems: 2048/' configs/lab-staleness.yaml > "$out/jumbo.yaml"
+$py tools/lab/shesha-lab check "$out/jumbo.yaml" > "$out/jumbo.log" 2>&1 || { cat "$out/jumbo.log" >&2; fail "jumbo scenario does not check"; }
+grep -q '^# rack MTU 9000 (largest chunk 2048 elements: a 8268-byte datagram)$' "$out/jumbo.log" || { cat "$out/jumbo.log" >&2; fail "jumbo: no MTU 9000 in the plan"; }
+grep -q '^# rack MTU 1500 ' "$out/ok.log" || fail "standard scenario: no MTU 1500 in the plan"
 # A file that is not UTF-8 (Latin-1 bytes in a comment on line 3): a clear error, exit 2.
 { /usr/bin/head -n 2 configs/lab-staleness.yaml; printf '# caf\xe9\n'; /usr/bin/tail -n +3 configs/lab-staleness.yaml; } > "$out/latin1.yaml"
 rc=0

@@ -1,6 +1,7 @@
 // shesha-sim engine (see simulator.h). One event heap ordered by (time, insertion sequence), a
 // pooled packet store grown in blocks (never per packet), and per-port serialization.
 #include "simulator.h"
+#include "big_endian.h"
 
 #include <algorithm>
 #include <array>
@@ -40,7 +41,6 @@ constexpr std::size_t kMaxRouteLen = 4;
 constexpr std::uint32_t kFeedbackLimiterSlots = 4096;
 constexpr double kMarkEwmaGain = 1.0 / 16;
 
-std::uint16_t read_be16(const std::uint8_t* p) noexcept { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
 
 struct Packet {
     std::uint8_t* frame = nullptr;
@@ -332,7 +332,7 @@ struct Simulator::Impl {
         port.busy = true;
         auto* p = static_cast<Packet*>(d.handle);
         if (port.learner_facing) {
-            const std::uint16_t c = read_be16(p->frame + frame::kUdpPayloadOffset + proto::off::kClusterId);
+            const std::uint16_t c = be::load16(p->frame + frame::kUdpPayloadOffset + proto::off::kClusterId);
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
         const std::uint64_t tx = serialization_ns(d.frame_len, port.rate_bps);

@@ -186,7 +186,7 @@ private:
 
 // ---- environments --------------------------------------------------------------------------
 
-// The Gymnasium classic-control environments of worker/envs (bit-exact with Gymnasium).
+// The Gymnasium classic-control environments of drl/envs (bit-exact with Gymnasium).
 struct StepResult {
     std::vector<float> observation;
     double reward = 0;

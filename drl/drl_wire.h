@@ -18,25 +18,17 @@
 #include <span>
 
 #include "protocol.h"
+#include "big_endian.h"
 
 namespace shesha::drl {
 
-inline std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
-}
-inline void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
-    p[0] = static_cast<std::uint8_t>(v >> 24);
-    p[1] = static_cast<std::uint8_t>(v >> 16);
-    p[2] = static_cast<std::uint8_t>(v >> 8);
-    p[3] = static_cast<std::uint8_t>(v);
-}
 
 // The env-step count carried in a GRADIENT's reserved bytes (message starts at the header).
 inline std::uint32_t gradient_env_steps(std::span<const std::uint8_t> message) noexcept {
-    return message.size() >= proto::kHeaderSize ? load_be32(message.data() + proto::off::kReserved) : 0;
+    return message.size() >= proto::kHeaderSize ? be::load32(message.data() + proto::off::kReserved) : 0;
 }
 inline void set_gradient_env_steps(std::span<std::uint8_t> message, std::uint32_t steps) noexcept {
-    if (message.size() >= proto::kHeaderSize) store_be32(message.data() + proto::off::kReserved, steps);
+    if (message.size() >= proto::kHeaderSize) be::store32(message.data() + proto::off::kReserved, steps);
 }
 
 // RFC 1982-style order on wrapping 32-bit counters: a is after b.
