@@ -78,10 +78,11 @@ check "stats JSON shows packets forwarded on both ports" $?
 
 # --- SIGINT stops cleanly, stats still written -------------------------------------------------
 json2="$work/stats-sigint.json"
-timeout 60 "$bin" -c "$config" --stats-json "$json2" --log-level warn -- --file-prefix "shesha-null-int-$$" \
+timeout 60 "$bin" -c "$config" --stats-json "$json2" -- --file-prefix "shesha-null-int-$$" \
     >"$work/int.out" 2>"$work/int.err" &
 pid=$!
-sleep 2
+# Forwarding: the first periodic statistics line shows packets moving.
+for _ in $(seq 1 100); do grep -q "rx .*pps" "$work/int.out" "$work/int.err" 2>/dev/null && break; sleep 0.1; done
 kill -INT "$pid"
 wait "$pid"; rc=$?
 check "SIGINT stop exits 0 (got $rc)" $([ "$rc" -eq 0 ]; echo $?)

@@ -73,7 +73,12 @@ for _ in range(2): send(hdr(idx=0, elems=1024)[:48] + b"\x00" * 100)    # length
 for _ in range(4): send(hdr(type_=3, elem=0, elems=0) + b"\x00" * 16)   # a CREDIT sent to the learner
 for _ in range(2): send(hdr(type_=9))                                   # unknown type
 PY
-sleep 1
+# The learner rewrites learner.json at every evaluation: wait until it has counted all 48 datagrams.
+for _ in $(seq 1 100); do
+    python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['datagrams'] >= 48 else 1)" \
+        "$WORK/m/learner.json" 2>/dev/null && break
+    sleep 0.1
+done
 kill -0 "$LP" 2>/dev/null && pass "learner still running after the barrage" || fail "learner died"
 kill -TERM "$LP"; wait "$LP"; rc=$?; LP=
 [ $rc -eq 0 ] && pass "learner exit 0 on SIGTERM" || fail "learner exit $rc"

@@ -43,7 +43,12 @@ kill -KILL "$LP"; wait "$LP" 2>/dev/null; LP=
 V=$(checkpoint_version "$CK")
 E=$(python3 -c "import struct,sys;print(struct.unpack_from('<Q',open(sys.argv[1],'rb').read(),20)[0])" "$CK")
 [ "$V" -ge 100 ] && pass "checkpoint at version $V before the kill" || fail "checkpoint version $V < 100"
-sleep 1.5   # the workers notice the silence: credit timeouts, model requests
+# The workers notice the silence: their metrics (rewritten every second) show credit timeouts.
+for _ in $(seq 1 100); do
+    python3 -c "import json,sys; sys.exit(0 if all(json.load(open(f))['credit']['timeouts'] > 0 for f in sys.argv[1:]) else 1)" \
+        "$WORK/w1.json" "$WORK/w2.json" 2>/dev/null && break
+    sleep 0.1
+done
 
 "$LEARNER" --config "$CFG" --cluster 3 --bind 127.0.0.1 --port "$PORT" --checkpoint "$CK" --resume "$CK" \
     --duration 6 --metrics-dir "$WORK/b" > "$WORK/b.log" 2>&1 &
@@ -62,8 +67,7 @@ E=$(python3 -c "import struct,sys;print(struct.unpack_from('<Q',open(sys.argv[1]
 check "checkpoint on exit holds the final version" "$CV == j('$B', 'version')"
 INC=$(jv "$B" incarnation)
 
-sleep 1.2   # the workers write their metrics once a second
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done  # each writes its final metrics on the way out
 for p in "${pids[@]}"; do wait "$p" || fail "worker exited with $?"; done
 pids=()
 for w in 1 2; do

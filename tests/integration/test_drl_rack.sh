@@ -77,8 +77,7 @@ if [ -n "$PYMOD" ]; then
     pids+=($!)
 fi
 wait $LP; rc=$?
-sleep 1.2   # the workers rewrite their metrics once a second
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done  # each writes its final metrics on the way out
 for p in "${pids[@]}"; do wait "$p" || fail "worker exited with $?"; done
 pids=()
 kill -INT "$SWITCH_PID"; wait "$SWITCH_PID"; src=$?; SWITCH_PID=

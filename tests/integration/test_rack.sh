@@ -90,6 +90,13 @@ stop_switch() {
     [ $rc -eq 0 ] || fail "switch exited with $rc"
 }
 
+# wait_listening HOST: until a UDP socket listens on the Shesha port in HOST (bounded: 5 s).
+wait_listening() {
+    local _
+    for _ in $(seq 1 50); do rack_exec "$1" ss -Huln "sport = :17717" 2>/dev/null | grep -q . && return 0; sleep 0.1; done
+    fail "nothing listens on $1:17717"
+}
+
 # gen_on HOST NAME ARGS...: a shesha-gen in HOST's namespace, JSON to $WORK/NAME.gen.json
 gen_on() {
     local host=$1 name=$2; shift 2
@@ -114,7 +121,7 @@ echo "== 2. uncongested: no merges, nothing lost, every sum exact"
 start_switch calm 0 256 0 on
 host_run h4 "$SINK" --until-idle 2 --duration 20 --json "$WORK/calm.sink.json" > "$WORK/calm.sink.log" 2>&1 &
 SINK_PID=$!
-sleep 0.3
+wait_listening h4
 # Uncongested: one worker per cluster, an update every 200 ms, model version every 1 s. Updates
 # of the same (cluster, chunk, version) exist (five per version) but never wait together in an
 # idle queue, so any merge would mean the switch held or re-opened a packet it should have sent.
@@ -122,7 +129,6 @@ for h in h1 h2 h3; do rack_exec "$h" ping -c 1 -W 1 "$LEARNER_IP" > /dev/null 2>
 calm_pids=()
 gen_on h1 calm-h1 --clusters 2 --workers 1 --chunks 4 --rate 5 --version-period-ms 1000 --duration 4 &
 calm_pids+=($!)
-sleep 1
 h4mac=$(rack_mac h4)
 for kind in garbage truncated nonip badip; do
     host_run h2 python3 "$SRC/tools/lab/rawframes.py" --kind $kind --count 50 --dst-mac "$h4mac" \
@@ -152,7 +158,7 @@ congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
     start_switch "$name" 20M 128 32 "$agg"
     host_run h4 "$SINK" --until-idle 2 --duration 30 --json "$WORK/$name.sink.json" > "$WORK/$name.sink.log" 2>&1 &
     local sink_pid=$!
-    sleep 0.3
+    wait_listening h4
     local pids=() h i=0
     for h in h1 h2 h3; do
         gen_on "$h" "$name-$h" --clusters 2 --workers 2 --worker-base $((i * 10)) --chunks 4 --rate 100 \
@@ -164,10 +170,16 @@ congested_run() {  # congested_run NAME AGGREGATION WITH_ROGUE
         gen_on h9 "$name-h9" --clusters 1 --workers 1 --worker-base 900 --chunks 4 --rate 50 --duration 6 --poison &
         pids+=($!)
     fi
-    # Live counters through DPDK telemetry while traffic flows.
-    sleep 2
-    printf '/shesha/queues,h4\n/shesha/malformed\n' | timeout 10 dpdk-telemetry.py -f "$RACK_FILE_PREFIX" \
-        > "$WORK/$name.telemetry.txt" 2>&1 || true
+    # Live counters through DPDK telemetry while traffic flows: queried until the learner's queue
+    # has merged something (with aggregation on) or the generators are done.
+    local _
+    for _ in $(seq 1 40); do
+        printf '/shesha/queues,h4\n/shesha/malformed\n' | timeout 10 dpdk-telemetry.py -f "$RACK_FILE_PREFIX" \
+            > "$WORK/$name.telemetry.txt" 2>&1 || true
+        [ "$agg" = on ] || break
+        python3 -c "import json,sys; q=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')][0]['/shesha/queues']; sys.exit(0 if q['merged'] > 0 else 1)" \
+            "$WORK/$name.telemetry.txt" 2>/dev/null && break
+    done
     local p; for p in "${pids[@]}"; do wait "$p" || fail "gen $p exited non-zero"; done
     wait $sink_pid
     stop_switch
