@@ -405,11 +405,15 @@ void LearnerEndpoint::set_update_handler(UpdateHandler handler) {
         impl_->core->set_chunk_handler({});
         return;
     }
-    impl_->core->set_chunk_handler([h = std::move(handler)](const learner::ExternalChunk& x) {
+    impl_->core->set_chunk_handler([h = std::move(handler), averaged = std::vector<float>()](
+                                       const learner::ExternalChunk& x) mutable {
+        // The clipped average of the chunk's contributions (what the built-in optimizer steps on).
+        averaged.resize(x.elements.size());
+        for (std::size_t i = 0; i < averaged.size(); ++i) averaged[i] = x.elements[i] * x.average_scale;
         ChunkUpdate u;
         u.offset = x.offset;
-        u.gradient = x.elements;
-        u.scale = x.scale;
+        u.gradient = averaged;
+        u.scale = x.staleness_scale;
         u.chunk_index = x.chunk_index;
         u.contributions = x.contributions;
         u.staleness = x.staleness;

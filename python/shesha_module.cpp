@@ -195,8 +195,8 @@ PYBIND11_MODULE(shesha, m) {
                      handler(g, info);
                  });
              }, py::arg("handler"),
-             "handler(gradient, info) receives each accepted chunk (the sum of its contributions; multiply by "
-             "info['scale'] for the clipped average) instead of the built-in optimizer; None restores it.")
+             "handler(gradient, info) receives each accepted chunk (the clipped average of its contributions; "
+             "info['scale'] is the staleness factor) instead of the built-in optimizer; None restores it.")
         .def("set_parameters", [](shesha::LearnerEndpoint& l, const py::buffer& values) {
                  py::buffer_info keep;
                  const auto view = float32_view(values, "parameters", keep);

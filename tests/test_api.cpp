@@ -8,17 +8,18 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "shesha/transport.h"
 
 namespace {
 
 // 10 parameters in chunks of 4 (4, 4, 2); SGD lr 0.5; no clip, so arithmetic is exact.
-std::string write_config(const std::string& name) {
+std::string write_config(const std::string& name, const std::string& window = "w_init: 64, w_max: 64") {
     const auto path = (std::filesystem::temp_directory_path() / name).string();
     std::ofstream(path) << "env: CartPole-v1\n"
                            "optimizer: {kind: sgd, lr: 0.5}\n"
-                           "transport: {chunk_elems: 4, w_init: 64, w_max: 64}\n"
+                           "transport: {chunk_elems: 4, " + window + "}\n"
                            "learner: {publish_interval_ms: 1, max_grad_norm: 0}\n"
                            "worker: {model_request_ms: 5}\n";
     return path;
@@ -104,6 +105,34 @@ TEST_CASE("api: a worker's gradient reaches the learner's handler exactly, with 
     CHECK(std::vector<float>(learner.parameters().begin(), learner.parameters().end()) == std::vector<float>(10, 1.0F));
     REQUIRE(run_until(learner, {&worker}, [&] { return worker.counters().credits_received == 3; }));
     CHECK(worker.counters().chunks_sent == 3);
+    std::filesystem::remove(config);
+}
+
+TEST_CASE("api: the handler gets the average of a sender-merged chunk, with its contribution count") {
+    // A window of one chunk: of update A (all 2), chunk 0 leaves and chunks 1 and 2 wait; update
+    // B (all 4) is summed into them at the sender and queues its own chunk 0 behind A's.
+    const std::string config = write_config("shesha-test-api-m.yaml", "w_init: 1, w_min: 1, w_max: 1");
+    shesha::LearnerEndpoint learner(learner_options(config));
+    std::vector<std::pair<shesha::ChunkUpdate, std::vector<float>>> seen;
+    learner.set_update_handler([&](const shesha::ChunkUpdate& u) {
+        seen.emplace_back(u, std::vector<float>(u.gradient.begin(), u.gradient.end()));
+    });
+    shesha::WorkerTransport worker(worker_options(config, learner.local_port(), 5));
+    shesha::Model model;
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.take_model(model); }));
+    worker.send(model.version, std::vector<float>(10, 2.0F));
+    worker.send(model.version, std::vector<float>(10, 4.0F));
+    CHECK(worker.counters().sender_merges == 2);
+    REQUIRE(run_until(learner, {&worker}, [&] { return seen.size() == 4; }));
+    std::map<std::pair<std::uint16_t, std::uint16_t>, std::vector<float>> by_chunk;  // (chunk, contributions)
+    for (const auto& [u, g] : seen) {
+        CHECK(u.scale == 1.0F);
+        by_chunk[{u.chunk_index, u.contributions}] = g;
+    }
+    CHECK(by_chunk.at({1, 2}) == std::vector<float>(4, 3.0F));  // (2 + 4) / 2
+    CHECK(by_chunk.at({2, 2}) == std::vector<float>(2, 3.0F));
+    CHECK(by_chunk.count({0, 1}) == 1);
+    CHECK(learner.counters().contributions_applied == 6);
     std::filesystem::remove(config);
 }
 

@@ -300,6 +300,7 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
         scale = static_cast<float>(static_cast<double>(scale) * (clip_norm_ / norm));
         ++c_.chunks_clipped;
     }
+    const float average_scale = scale;  // the clipped average, before staleness scaling
     if (l.staleness_scaling) scale /= static_cast<float>(1.0 + staleness);
 
     if (handler_) {
@@ -307,7 +308,8 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
         x.chunk_index = h.chunk_index;
         x.offset = layout_.offset(h.chunk_index);
         x.elements = slice;
-        x.scale = scale;
+        x.average_scale = average_scale;
+        x.staleness_scale = l.staleness_scaling ? 1.0F / static_cast<float>(1.0 + staleness) : 1.0F;
         x.contributions = h.contrib_count;
         x.staleness = staleness;
         x.base_version = h.model_version;

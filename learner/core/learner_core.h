@@ -106,12 +106,14 @@ struct LearnerState {
 
 // An accepted chunk handed to an external optimizer instead of the built-in one (the public API's
 // LearnerEndpoint with an update handler): the chunk's elements as received (the sum of its
-// contributions) and the scale that makes them the clipped, staleness-scaled average.
+// contributions); elements * average_scale is their average clipped to learner.max_grad_norm,
+// and staleness_scale is 1 / (1 + staleness) with learner.staleness_scaling (else 1).
 struct ExternalChunk {
     std::uint16_t chunk_index = 0;
     std::uint32_t offset = 0;
     std::span<const float> elements;
-    float scale = 1.0F;
+    float average_scale = 1.0F;
+    float staleness_scale = 1.0F;
     std::uint16_t contributions = 1;
     std::uint32_t staleness = 0;
     std::uint32_t base_version = 0;

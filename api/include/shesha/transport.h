@@ -122,7 +122,7 @@ struct ChunkUpdate {
     std::uint32_t offset = 0;          // of the chunk in the flat parameter vector
     std::span<const float> gradient;   // the average of its contributions, clipped to
                                        // learner.max_grad_norm; valid during the call only
-    float scale = 1.0F;                // multiply gradient by this (clip and staleness scaling)
+    float scale = 1.0F;                // 1 / (1 + staleness) with learner.staleness_scaling, else 1
     std::uint16_t chunk_index = 0;
     std::uint16_t contributions = 1;   // updates summed into it (in the network or at a sender)
     std::uint32_t staleness = 0;       // learner version - base version (0 if ahead)
