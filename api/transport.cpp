@@ -57,13 +57,6 @@ int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optiona
     return fd;
 }
 
-std::uint16_t bound_port(int fd) {
-    sockaddr_in a{};
-    socklen_t len = sizeof a;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
-    return ntohs(a.sin_port);
-}
-
 void wait_readable(int fd, int timeout_ms) {
     if (timeout_ms <= 0) return;
     pollfd pfd{fd, POLLIN, 0};
@@ -316,9 +309,10 @@ bool WorkerTransport::wait_model(Model& out, int timeout_ms) {
 }
 
 bool WorkerTransport::has_model() const noexcept { return impl_->receiver.has_model(); }
+std::uint32_t WorkerTransport::learner_version() const noexcept { return impl_->c.learner_version; }
 std::uint32_t WorkerTransport::model_version() const noexcept { return impl_->receiver.version(); }
 std::uint32_t WorkerTransport::model_elems() const noexcept { return impl_->sender.config().model_elems; }
-std::uint16_t WorkerTransport::local_port() const noexcept { return bound_port(impl_->fd); }
+std::uint16_t WorkerTransport::local_port() const noexcept { return tools::local_port(impl_->fd); }
 
 WorkerCounters WorkerTransport::counters() const {
     WorkerCounters w = impl_->c;
@@ -451,7 +445,7 @@ std::uint32_t LearnerEndpoint::version() const noexcept { return impl_->core->ve
 std::uint32_t LearnerEndpoint::model_elems() const noexcept {
     return static_cast<std::uint32_t>(impl_->core->parameters().size());
 }
-std::uint16_t LearnerEndpoint::local_port() const noexcept { return bound_port(impl_->fd); }
+std::uint16_t LearnerEndpoint::local_port() const noexcept { return tools::local_port(impl_->fd); }
 void* LearnerEndpoint::native_core() noexcept { return impl_->core.get(); }
 
 LearnerCounters LearnerEndpoint::counters() const {

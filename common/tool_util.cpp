@@ -111,4 +111,11 @@ std::uint32_t VersionPattern::base_version(std::uint64_t now_realtime_ns, std::u
     return static_cast<std::uint32_t>(now_realtime_ns / period_ns);  // modulo 2^32 by truncation
 }
 
+std::uint16_t local_port(int fd) {
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+    return ntohs(a.sin_port);
+}
+
 }  // namespace shesha::tools

@@ -34,6 +34,8 @@ struct UdpSocketOptions {
 };
 // Returns the fd, or -1 with err set.
 int open_udp_socket(const UdpSocketOptions& opts, std::string& err);
+// The local UDP port a socket is bound to (0 if unknown).
+std::uint16_t local_port(int fd);
 
 // Version pattern of synthetic updates.
 //   lockstep: version = floor(wall-clock ms / period_ms) modulo 2^32. The wall clock is shared, so

@@ -313,7 +313,7 @@ int run(const Options& o) {
         }
         ++s.gradients_computed;
         ++updates_on_version;
-        const std::uint32_t learner_version = transport.counters().learner_version;
+        const std::uint32_t learner_version = transport.learner_version();
         const std::uint32_t lag = serial_after(learner_version, adopted.version) ? learner_version - adopted.version : 0;
         ++s.lag_samples;
         s.lag_sum += lag;

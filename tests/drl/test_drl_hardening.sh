@@ -13,15 +13,7 @@
 set -uo pipefail
 LEARNER=$1 WORKER=$2 SRC=$3
 source "$SRC/tests/drl/drl_lib.sh"
-WORK=$(mktemp -d /tmp/shesha-drl-hardening.XXXXXX)
-PORT=$(drl_port)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
+drl_begin drl-hardening
 
 # The shipped CartPole cluster, admitting only 127.0.0.1.
 sed 's/^learner:$/learner:\n  admit_sources: [127.0.0.1]/' "$SRC/configs/cluster-cartpole.yaml" > "$WORK/cluster.yaml"

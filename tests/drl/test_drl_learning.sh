@@ -7,15 +7,7 @@
 set -uo pipefail
 LEARNER=$1 WORKER=$2 SRC=$3
 source "$SRC/tests/drl/drl_lib.sh"
-WORK=$(mktemp -d /tmp/shesha-drl-learning.XXXXXX)
-PORT=$(drl_port)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
+drl_begin drl-learning
 CFG=$SRC/configs/cluster-cartpole.yaml
 
 "$LEARNER" --config "$CFG" --cluster 1 --bind 127.0.0.1 --port "$PORT" --duration 200 --target-return 475 \

@@ -8,17 +8,7 @@
 set -uo pipefail
 LEARNER=$1 WORKER=$2 SRC=$3
 source "$SRC/tests/drl/drl_lib.sh"
-WORK=$(mktemp -d /tmp/shesha-drl-resume.XXXXXX)
-PORT=$(drl_port)
-pids=()
-LP=
-cleanup() {
-    [ -n "$LP" ] && kill -KILL "$LP" 2>/dev/null
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
+drl_begin drl-resume
 CFG=$WORK/cluster.yaml
 sed -e 's/^\(  checkpoint_interval_ms:\).*/\1 500/' -e 's/^\(  eval_interval_ms:\).*/\1 500/' \
     "$SRC/configs/cluster-cartpole.yaml" > "$CFG"

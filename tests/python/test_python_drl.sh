@@ -11,15 +11,7 @@ set -uo pipefail
 LEARNER=$1 WORKER=$2 SRC=$3 PYMOD=$4
 source "$SRC/tests/drl/drl_lib.sh"
 /usr/bin/python3 -c "import torch, numpy, yaml" 2>/dev/null || { echo "SKIP: python3-torch, numpy or yaml missing"; exit 77; }
-WORK=$(mktemp -d /tmp/shesha-python-drl.XXXXXX)
-PORT=$(drl_port)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
+drl_begin python-drl
 CFG=$SRC/configs/cluster-cartpole.yaml
 py_worker() {  # py_worker ID RUN
     PYTHONPATH="$PYMOD" /usr/bin/python3 "$SRC/python/examples/a3c_worker.py" --config "$CFG" --cluster 1 \

@@ -246,13 +246,6 @@ private:
     std::thread thread_;
 };
 
-std::uint16_t local_port(int fd) {
-    sockaddr_in a{};
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    return ntohs(a.sin_port);
-}
-
 // A number field from shesha-gen's summary JSON (top level fields come last; take the last match).
 double json_number(const std::string& text, const std::string& key) {
     const std::string needle = "\"" + key + "\":";
@@ -285,7 +278,7 @@ Table run_sender_bench(const RunOptions& opt, const std::string& gen_binary) {
         t.add_row({"FAILED: " + err, std::nan(""), std::nan(""), std::nan(""), std::nan("")});
         return t;
     }
-    const std::uint16_t port = local_port(rx_fd);
+    const std::uint16_t port = tools::local_port(rx_fd);
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
     dst.sin_port = htons(port);

@@ -98,6 +98,7 @@ public:
 
     bool has_model() const noexcept;
     std::uint32_t model_version() const noexcept;
+    std::uint32_t learner_version() const noexcept;  // from the last CREDIT (cheap: no counters copy)
     std::uint32_t model_elems() const noexcept;
     std::uint16_t local_port() const noexcept;
     WorkerCounters counters() const;
