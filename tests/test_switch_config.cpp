@@ -362,6 +362,10 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"member neither MAC nor IPv4", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [10.0.0.1, host2]}\n",
          {"bad.yaml:6:35: aggregation.clusters[0].members[1]: expected a unicast MAC like 02:00:00:00:00:01, a "
           "unicast IPv4 address like 10.0.0.1 or a binding of both like 02:00:00:00:00:01@10.0.0.1, got 'host2'"}},
+        {"mtu above jumbo", "ports:\n  - {name: a, device: net_null0, mtu: 9001}\n  - {name: b, device: net_null1}\n",
+         {"ports[0].mtu: expected an integer in 68..9000, got 9001"}},
+        {"mtu below IPv4's minimum", "ports:\n  - {name: a, device: net_null0, mtu: 67}\n  - {name: b, device: net_null1}\n",
+         {"ports[0].mtu: expected an integer in 68..9000, got 67"}},
         {"binding with a bad half", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"02:00:00:00:00:01@10.0.0\"]}\n",
          {"aggregation.clusters[0].members[0]: expected a unicast MAC", "got '02:00:00:00:00:01@10.0.0'"}},
         {"binding with a multicast MAC", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [\"01:00:5e:00:00:01@10.0.0.1\"]}\n",
