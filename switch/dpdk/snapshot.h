@@ -14,6 +14,16 @@
 
 namespace shesha::sw {
 
+using core::bump;
+using core::EgressCounters;
+using core::load_relaxed;
+using core::PortRxCounters;
+using core::PortTxCounters;
+using core::Published;
+using core::read_counters;
+using core::RxLcoreCounters;
+using core::store_relaxed;
+
 struct PortSnapshot {
     std::string name;
     std::string device;

@@ -1,19 +1,13 @@
-// The shesha-switch data path: a thin poll-mode adapter between DPDK ports and the DPDK-free core
-// (switch/core). The Switch owns no ports: the caller attaches and starts them (init.h for the
-// real binary, rte_eth_from_rings in tests) and hands over their port ids, so the same code runs
-// on NICs, vdevs and test rings.
+// The shesha-switch data path adapter: DPDK ports, mbufs, lcores and rings around the DPDK-free
+// pipeline (switch/core/pipeline.h), which makes every per-packet decision. The Switch owns no
+// ports: the caller attaches and starts them (init.h for the real binary, rte_eth_from_rings in
+// tests) and hands over their port ids, so the same code runs on NICs, vdevs and test rings.
 //
-// Threading (see lcore_loops.h): the "egress owner" (the main lcore) owns the FDB, every
-// AggregatingQueue, every TokenBucket and every TX queue. RX is done either by that same lcore
-// (config.lcores == 1: poll_round()) or by N-1 RX lcores (rx_round(w)), each polling its share of
-// the ports, classifying and decoding, and handing packets to the egress owner through its own
+// Threading (see lcore_loops.h): the "egress owner" (the main lcore) owns the pipeline's
+// forwarding state (FDB, queues, token buckets) and every TX queue. RX is done either by that
+// same lcore (config.lcores == 1: poll_round()) or by N-1 RX lcores (rx_round(w)), each polling
+// its share of the ports and classifying, and handing packets to the egress owner through its own
 // single-producer/single-consumer rte_ring (egress_round()).
-//
-// Per packet: classify (frame.h), decode Shesha (protocol.h, malformed counted per reason),
-// learn the source MAC, look up the destination (flood unknown/broadcast/multicast to every other
-// port), check the cluster policy for fp32 GRADIENTs, enqueue into the egress port's
-// AggregatingQueue (merged arrivals are freed here), send FEEDBACK for marked GRADIENTs, and drain
-// each queue through its token bucket into rte_eth_tx_burst.
 #pragma once
 
 #include <array>
@@ -24,14 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "aggregating_queue.h"
-#include "cluster_policy.h"
 #include "counters.h"
-#include "fdb.h"
-#include "feedback_limiter.h"
+#include "pipeline.h"
 #include "snapshot.h"
 #include "switch_config.h"
-#include "token_bucket.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -39,30 +29,27 @@ struct rte_ring;
 
 namespace shesha::sw {
 
-inline constexpr std::uint32_t kMaxBurst = 512;  // the config allows up to 512
+using core::kMaxBurst;
+using core::PacketClass;
+using core::PacketMeta;
 
-// What the RX stage learned about a packet; travels with the mbuf to the egress owner.
-enum class PacketClass : std::uint8_t {
-    Plain,         // non-IP, other IP, or a Shesha message that is not an fp32 GRADIENT
-    MultiSegment,  // forwarded without looking past the Ethernet header
-    Gradient,      // valid fp32 GRADIENT: candidate for merging
-    Malformed,     // bad IPv4/UDP headers or a Shesha message that failed to decode
-};
+// How the pipeline moves mbufs (see the Io contract in pipeline.h).
+struct MbufIo {
+    using Handle = rte_mbuf*;
+    static std::uint8_t* data(rte_mbuf* m) noexcept;
+    static std::uint32_t pkt_len(rte_mbuf* m) noexcept;
+    static std::uint32_t data_len(rte_mbuf* m) noexcept;
+    static bool multi_segment(rte_mbuf* m) noexcept;
+    static void prefetch(rte_mbuf* m) noexcept;
+    void free_bulk(rte_mbuf** m, std::uint32_t n) noexcept;
+    rte_mbuf* copy(rte_mbuf* m) noexcept;
+    rte_mbuf* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept;
+    bool send_now(std::uint16_t port, rte_mbuf* m) noexcept;
+    void free(rte_mbuf* m) noexcept;
+    std::uint16_t tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept;
 
-struct PacketMeta {
-    std::uint16_t in_port = 0;        // port index (position in the Switch's port list)
-    PacketClass cls = PacketClass::Plain;
-    std::uint8_t shesha = 0;          // 1: a Shesha message that decoded cleanly
-    std::uint16_t l3_offset = 0;      // 0 if not IPv4
-    std::uint16_t l4_offset = 0;
-    std::uint16_t shesha_offset = 0;  // 0 if not a valid Shesha message
-    std::uint16_t cluster_id = 0;
-    std::uint16_t chunk_index = 0;
-    std::uint16_t elem_count = 0;
-    std::uint32_t model_version = 0;
-    std::uint16_t contributions = 0;  // a GRADIENT's contrib_count (any element type), else 0
-    std::uint32_t src_ip = 0;         // host byte order
-    std::uint32_t dst_ip = 0;
+    rte_mempool* pool = nullptr;        // flood copies and FEEDBACK packets
+    std::vector<std::uint16_t> port_ids;  // DPDK port id of each port index
 };
 
 // Element of the RX -> egress rings (rte_ring_create_elem; size is a multiple of 4).
@@ -120,67 +107,27 @@ public:
 private:
     struct PortState;
     struct RxContext;
-    // Counts of one RX burst, kept in registers and added to the shared counters once per burst.
-    struct RxTally {
-        std::uint64_t bytes = 0;
-        std::uint64_t non_ip = 0;
-        std::uint64_t ip_other = 0;
-        std::uint64_t shesha_valid = 0;
-        std::uint64_t gradient_f32 = 0;
-    };
 
-    void inspect(RxContext& ctx, rte_mbuf* m, std::uint16_t in_index, PacketMeta& meta, RxTally& tally) noexcept;
-    void settle_rx(RxContext& ctx, std::uint16_t in_index, std::uint16_t packets, const RxTally& tally) noexcept;
-    void free_later(rte_mbuf* m) noexcept;
-    void flush_staged(PortState& port, std::uint64_t now) noexcept;
-    void finish_forwarding(std::uint64_t now) noexcept;
-    void forward(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
-    void learn_source(rte_mbuf* m, std::uint16_t in_index, std::uint64_t now) noexcept;
-    void route(rte_mbuf* m, const PacketMeta& meta, std::uint64_t now) noexcept;
-    unsigned receive_and_forward(RxContext& ctx, std::uint16_t in_index, std::uint64_t now) noexcept;
-    bool admit_gradient(rte_mbuf* m, const PacketMeta& meta, const core::Mac& src, bool& mergeable,
-                        std::uint32_t& tolerance) noexcept;
-    void flood(rte_mbuf* m, const PacketMeta& meta, bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept;
-    void enqueue_to(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
-                    std::uint32_t tolerance, std::uint64_t now) noexcept;
-    void enqueue_gradient(std::uint16_t out_index, rte_mbuf* m, const PacketMeta& meta, bool mergeable,
-                          std::uint32_t tolerance, std::uint64_t now) noexcept;
-    void send_feedback(const PacketMeta& meta, const std::uint8_t* frame, std::uint16_t out_index,
-                       std::uint64_t now) noexcept;
-    void settle_bypass(PortState& port) noexcept;
-    void drop_too_big(PortState& port, rte_mbuf* m) noexcept;
-    unsigned transmit(PortState& port, std::uint64_t now) noexcept;
-    unsigned transmit_all(std::uint64_t now) noexcept;
+    unsigned receive(RxContext& ctx, std::uint16_t in_index, std::uint64_t now) noexcept;
     void housekeeping(std::uint64_t now) noexcept;
+    void log_too_big() noexcept;
 
     core::SwitchConfig cfg_;
-    rte_mempool* pool_;
     std::uint64_t hz_;
     std::uint32_t burst_;
     std::uint64_t start_ticks_;
     bool multi_ = false;
     std::atomic<bool> stop_{false};
 
+    MbufIo io_;  // before pipeline_: the pipeline frees what it holds through it
+    core::Pipeline<MbufIo> pipeline_;
     std::vector<std::unique_ptr<PortState>> ports_;
     std::vector<std::unique_ptr<RxContext>> rx_contexts_;
 
-    // Owned by the egress owner.
-    core::Fdb fdb_;
-    core::ClusterPolicy policy_;
-    core::FeedbackLimiter limiter_;
-    std::unique_ptr<EgressCounters> egress_;
     std::uint64_t last_housekeeping_ = 0;
     std::uint64_t housekeeping_ticks_ = 0;  // hz_ / 1000
-    std::vector<std::uint16_t> flood_last_;  // per ingress port: the last port a flood goes to
-    // Per forwarding pass (egress owner): flood counts per ingress port and the mbufs to free (merged
-    // arrivals, tail drops), both settled by finish_forwarding() once per burst.
-    std::vector<std::uint64_t> flooded_pending_;
-    std::array<rte_mbuf*, kMaxBurst> to_free_{};
     // Scratch of the egress owner, allocated once (value-initialising a local array costs a memset).
     std::vector<Handoff> egress_handoffs_ = std::vector<Handoff>(kMaxBurst);
-    std::vector<core::EnqueueResult> staged_results_ = std::vector<core::EnqueueResult>(kMaxBurst);
-    std::uint32_t n_to_free_ = 0;
-    std::uint64_t last_aging_ = 0;
     std::uint64_t last_now_ = 0;
 
     struct FdbView {

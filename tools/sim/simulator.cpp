@@ -8,13 +8,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <queue>
 
 #include <fmt/format.h>
 
 #include "aggregating_queue.h"
 #include "aom_tracker.h"
-#include "feedback_limiter.h"
+#include "pipeline.h"
 #include "frame.h"
 #include "gradient_pattern.h"
 #include "protocol.h"
@@ -37,16 +38,13 @@ const char* to_string(HopLevel h) noexcept {
 namespace {
 
 constexpr std::uint32_t kPoolBlock = 4096;  // packets added to the pool at a time
-constexpr std::size_t kMaxRouteLen = 4;
-constexpr std::uint32_t kFeedbackLimiterSlots = 4096;
-constexpr double kMarkEwmaGain = 1.0 / 16;
+constexpr std::uint32_t kNoLink = 0xFFFFFFFFu;
+constexpr std::uint64_t kShaperRetryNs = 10;  // a shaped-out head is tried again this much later
 
 
 struct Packet {
     std::uint8_t* frame = nullptr;
     std::uint32_t len = 0;
-    std::uint32_t route = 0;  // index of the route (the first contributor's worker)
-    std::uint8_t hop = 0;     // index into the route of the port it is at / heading to
 };
 
 enum class EventType : std::uint8_t { Compute, TxDone, Arrive, Credit, Feedback, Sample };
@@ -67,17 +65,23 @@ struct Later {
     }
 };
 
-struct Port {
-    std::unique_ptr<core::AggregatingQueue> queue;
-    std::unique_ptr<core::FeedbackLimiter> limiter;  // switch ports only
+// One direction of a cable: an egress (a worker's NIC queue, or a switch port's queue inside that
+// switch's pipeline) serialized at the link rate, then a propagation delay to the far end (a
+// switch port, or the learners).
+struct Link {
+    std::unique_ptr<core::AggregatingQueue> host_queue;  // worker NIC only (a plain FIFO)
+    std::uint32_t sw = kNoLink;        // switch whose port is the egress, or kNoLink (NIC)
+    std::uint16_t sw_port = 0;
+    std::uint32_t to_sw = kNoLink;     // switch at the far end, or kNoLink (the learners)
+    std::uint16_t to_port = 0;
     HopLevel level = HopLevel::HostNic;
     std::uint64_t rate_bps = 0;
     std::uint64_t prop_ns = 0;
-    std::uint8_t hop_index = 0;  // position in the routes that use it
     bool busy = false;
     bool learner_facing = false;
-    double mark_ewma = 0;  // recent fraction of marked arrivals, for FEEDBACK's mark_permille
 };
+
+struct Sim;
 
 struct Worker {
     std::unique_ptr<transport::CreditSender> sender;
@@ -105,9 +109,97 @@ struct Learner {
 
 std::uint64_t to_ns(double x) { return static_cast<std::uint64_t>(std::llround(x)); }
 
+// The packet store: blocks of kPoolBlock packets and their frame buffers, a free list of
+// pointers. Grows by a block when the high-water mark rises, never per packet.
+class PacketPool {
+public:
+    PacketPool(std::size_t frame_capacity, std::uint64_t max_packets) : frame_capacity_(frame_capacity), max_(max_packets) {}
+    Packet* alloc() {
+        if (free_.empty()) {
+            if (size_ + kPoolBlock > max_) return nullptr;
+            packet_blocks_.push_back(std::make_unique<Packet[]>(kPoolBlock));
+            buffer_blocks_.push_back(std::make_unique<std::uint8_t[]>(kPoolBlock * frame_capacity_));
+            free_.reserve(size_ + kPoolBlock);
+            for (std::uint32_t i = kPoolBlock; i-- > 0;) {
+                Packet& p = packet_blocks_.back()[i];
+                p.frame = buffer_blocks_.back().get() + std::size_t{i} * frame_capacity_;
+                free_.push_back(&p);
+            }
+            size_ += kPoolBlock;
+        }
+        Packet* p = free_.back();
+        free_.pop_back();
+        return p;
+    }
+    void free(Packet* p) { free_.push_back(p); }
+    std::size_t frame_capacity() const noexcept { return frame_capacity_; }
+    std::uint64_t size() const noexcept { return size_; }
+
+private:
+    std::size_t frame_capacity_;
+    std::uint64_t max_;
+    std::vector<std::unique_ptr<Packet[]>> packet_blocks_;
+    std::vector<std::unique_ptr<std::uint8_t[]>> buffer_blocks_;
+    std::vector<Packet*> free_;
+    std::uint64_t size_ = 0;
+};
+
+// Where a switch's FEEDBACK goes: the simulator delivers it to the worker it is addressed to.
+struct FeedbackSink {
+    virtual void on_feedback(std::uint32_t sw, Packet* p) = 0;
+    virtual ~FeedbackSink() = default;
+};
+
+// The pipeline's packet operations on pooled simulator packets (pull mode: no tx_burst).
+struct SimIo {
+    using Handle = Packet*;
+    static std::uint8_t* data(Packet* p) noexcept { return p->frame; }
+    static std::uint32_t pkt_len(Packet* p) noexcept { return p->len; }
+    static std::uint32_t data_len(Packet* p) noexcept { return p->len; }
+    static bool multi_segment(Packet*) noexcept { return false; }
+    static void prefetch(Packet*) noexcept {}
+    void free_bulk(Packet** p, std::uint32_t n) noexcept {
+        for (std::uint32_t i = 0; i < n; ++i) pool->free(p[i]);
+    }
+    void free(Packet* p) noexcept { pool->free(p); }
+    Packet* copy(Packet* p) noexcept {
+        Packet* c = pool->alloc();
+        if (c == nullptr) return nullptr;
+        std::memcpy(c->frame, p->frame, p->len);
+        c->len = p->len;
+        return c;
+    }
+    Packet* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
+        if (len > pool->frame_capacity()) return nullptr;
+        Packet* p = pool->alloc();
+        if (p == nullptr) return nullptr;
+        p->len = len;
+        *bytes = p->frame;
+        return p;
+    }
+    bool send_now(std::uint16_t, Packet* p) noexcept {
+        sink->on_feedback(sw, p);
+        return true;
+    }
+    std::uint16_t tx_burst(std::uint16_t, Packet**, std::uint16_t) noexcept { return 0; }
+
+    PacketPool* pool = nullptr;
+    FeedbackSink* sink = nullptr;
+    std::uint32_t sw = 0;
+};
+
+// A simulated switch: the real pipeline, its RX counters, and the link behind each egress port.
+struct SimSwitch {
+    SimIo io;
+    std::unique_ptr<core::Pipeline<SimIo>> pipeline;
+    core::RxLcoreCounters rx;
+    std::vector<std::uint32_t> egress_links;  // links whose egress is one of this switch's ports
+    std::uint32_t hops_from_workers = 1;      // links between a worker and this switch
+};
+
 }  // namespace
 
-struct Simulator::Impl {
+struct Simulator::Impl final : FeedbackSink {
     Scenario sc;
     std::uint64_t duration_ns;
     std::uint64_t compute_ns_mean;
@@ -117,18 +209,14 @@ struct Simulator::Impl {
     std::uint64_t rng_state;
 
     std::priority_queue<Event, std::vector<Event>, Later> events;
-    std::vector<Port> ports;
-    std::vector<std::array<std::uint32_t, kMaxRouteLen>> routes;  // per worker: port ids
-    std::uint8_t route_len = 0;
+    std::vector<Link> links;
+    std::vector<std::unique_ptr<SimSwitch>> switches;
+    std::vector<std::uint32_t> worker_nic;  // per worker: its NIC link
     std::vector<Worker> workers;
     std::vector<std::unique_ptr<Learner>> learners;
 
-    // Packet pool: blocks of kPoolBlock packets and their frame buffers, a free list of pointers.
     std::size_t frame_capacity;
-    std::vector<std::unique_ptr<Packet[]>> packet_blocks;
-    std::vector<std::unique_ptr<std::uint8_t[]>> buffer_blocks;
-    std::vector<Packet*> free_packets;
-    std::uint64_t pool_size = 0;
+    PacketPool pool;
 
     // A worker's update is pattern::fill(cluster, chunk, worker), which depends on the worker only
     // through its weight 1 + w % 4: filled once per (cluster, weight) and offered from here.
@@ -137,18 +225,25 @@ struct Simulator::Impl {
     std::vector<std::uint32_t> free_feedback;
     std::vector<float> scratch_payload;   // an aligned copy of a received payload
     transport::ChunkLayout layout;
+    std::uint64_t host_drop_contributions = 0;  // tail drops at worker NICs
 
     Summary sum;
     std::vector<SeriesRow> series;
+
+    static std::size_t frame_capacity_for(const Scenario& s) {
+        const std::size_t gradient = frame::kUdpPayloadOffset + proto::kHeaderSize + s.chunk_elems * sizeof(float);
+        return (std::max(gradient, core::kFeedbackFrameLen) + 63) & ~std::size_t{63};
+    }
 
     explicit Impl(const Scenario& s)
         : sc(s),
           duration_ns(to_ns(s.duration_ms * 1e6)),
           compute_ns_mean(std::max<std::uint64_t>(1, to_ns(s.compute_us * 1e3))),
           sample_ns(std::max<std::uint64_t>(1, to_ns(s.sample_us * 1e3))),
-          rng_state(s.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {
+          rng_state(s.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull),
+          frame_capacity(frame_capacity_for(s)),
+          pool(frame_capacity, s.pool_max_packets) {
         layout = *transport::make_layout(s.chunks * s.chunk_elems, s.chunk_elems);
-        frame_capacity = (frame::kUdpPayloadOffset + proto::kHeaderSize + s.chunk_elems * sizeof(float) + 63) & ~std::size_t{63};
         gradients.resize(std::size_t{s.clusters} * 4);
         for (std::uint32_t c = 0; c < s.clusters; ++c)
             for (std::uint32_t q = 0; q < 4; ++q) {
@@ -185,59 +280,137 @@ struct Simulator::Impl {
     }
 
     // ---- topology ----
-    std::uint32_t add_port(HopLevel level, double gbps, std::uint8_t hop_index, bool switch_port) {
-        Port p;
-        core::QueueConfig qc;
-        if (switch_port) {
-            qc.capacity_packets = sc.capacity_packets;
-            qc.capacity_bytes = sc.capacity_bytes;
-            qc.aggregation = sc.aggregation;
-            qc.mark_depth_packets = sc.mark_depth_packets;
-            p.limiter = std::make_unique<core::FeedbackLimiter>(kFeedbackLimiterSlots, to_ns(sc.feedback_interval_us * 1e3));
+    static core::Mac learner_mac(std::uint32_t c) {
+        return {0x02, 0xFF, 0, 0, static_cast<std::uint8_t>(c >> 8), static_cast<std::uint8_t>(c)};
+    }
+    static std::uint32_t worker_ip(std::uint32_t w) { return 0x0A000000u | (w + 1); }
+
+    // A switch port in the pipeline's config: an egress toward the learners (a link at `gbps`) or
+    // a port that only receives (from workers or a lower tier; its queue never fills).
+    core::PortConfig port_config(std::size_t index, double gbps, bool egress) const {
+        core::PortConfig pc;
+        pc.name = fmt::format("p{}", index);
+        pc.device = "sim";
+        pc.mtu = core::kMaxMtu;
+        if (egress) {
+            pc.queue_packets = sc.capacity_packets;
+            pc.queue_bytes = sc.capacity_bytes;
+            pc.marking.depth_packets = sc.mark_depth_packets;
+            // The switch shapes its port at the link rate, as the lab does: FEEDBACK then reports
+            // the backlog's wire time (sojourn_us), and the link never idles behind the shaper.
+            pc.shaper.rate_bps = static_cast<std::uint64_t>(std::llround(gbps * 1e9));
+            pc.shaper.burst_bytes = frame_capacity * 2;
         } else {
+            pc.queue_packets = 2;
+            pc.queue_bytes = frame_capacity * 2;
+            pc.marking.depth_packets = 0;
+        }
+        pc.marking.sojourn_us = 0;
+        pc.marking.ip_ecn = true;
+        return pc;
+    }
+
+    // A switch with `egress` ports toward the learners (ports 0..) and `ingress` receive-only
+    // ports after them; dst_port(c) is the egress port for cluster c's learner.
+    std::uint32_t add_switch(std::uint32_t egress, double egress_gbps, std::uint32_t ingress, std::uint32_t hops,
+                             const std::function<std::uint32_t(std::uint32_t)>& dst_port) {
+        core::SwitchConfig cfg;
+        cfg.burst = 32;
+        cfg.fdb_capacity = ingress + sc.clusters + 64;  // every sender can be learned
+        cfg.mac_aging_s = 300;
+        cfg.udp_port = proto::kDefaultUdpPort;
+        cfg.aggregation = sc.aggregation;
+        cfg.feedback = sc.switch_feedback;
+        cfg.feedback_interval_us = static_cast<std::uint32_t>(std::llround(sc.feedback_interval_us));
+        cfg.non_member = core::NonMemberAction::ForwardUnmerged;
+        for (std::uint32_t i = 0; i < egress + ingress; ++i) cfg.ports.push_back(port_config(i, egress_gbps, i < egress));
+        for (std::uint32_t c = 0; c < sc.clusters; ++c) {
+            cfg.static_fdb.push_back({learner_mac(c), cfg.ports[dst_port(c)].name});
+            core::ClusterConfig cc;
+            cc.id = static_cast<std::uint16_t>(c);
+            cc.aggregation = sc.aggregation;
+            cc.version_tolerance = sc.version_tolerance;
+            for (std::uint32_t i = 0; i < sc.workers_per_cluster; ++i) cc.member_ips.push_back(worker_ip(c * sc.workers_per_cluster + i));
+            cfg.clusters.push_back(std::move(cc));
+        }
+        auto sw = std::make_unique<SimSwitch>();
+        sw->io.pool = &pool;
+        sw->io.sink = this;
+        sw->io.sw = static_cast<std::uint32_t>(switches.size());
+        sw->hops_from_workers = hops;
+        sw->pipeline = std::make_unique<core::Pipeline<SimIo>>(cfg, 1'000'000'000ull, sw->io, core::PipelineOptions{.poll_mode = false});
+        switches.push_back(std::move(sw));
+        return static_cast<std::uint32_t>(switches.size() - 1);
+    }
+
+    std::uint32_t add_link(HopLevel level, double gbps, std::uint32_t sw, std::uint16_t sw_port, std::uint32_t to_sw,
+                           std::uint16_t to_port) {
+        Link l;
+        if (sw == kNoLink) {
             // A worker's NIC: a plain FIFO (the sender already merged what waits for credit).
+            core::QueueConfig qc;
             qc.capacity_packets = sc.host_capacity_packets;
             qc.capacity_bytes = std::uint64_t{sc.host_capacity_packets} * frame_capacity;
             qc.aggregation = false;
             qc.mark_depth_packets = 0;
+            l.host_queue = std::make_unique<core::AggregatingQueue>(qc);
+        } else {
+            switches[sw]->egress_links.push_back(static_cast<std::uint32_t>(links.size()));
         }
-        p.queue = std::make_unique<core::AggregatingQueue>(qc);
-        p.level = level;
-        p.rate_bps = static_cast<std::uint64_t>(std::llround(gbps * 1e9));
-        p.prop_ns = to_ns(sc.prop_ns);
-        p.hop_index = hop_index;
-        ports.push_back(std::move(p));
-        return static_cast<std::uint32_t>(ports.size() - 1);
+        l.sw = sw;
+        l.sw_port = sw_port;
+        l.to_sw = to_sw;
+        l.to_port = to_port;
+        l.level = level;
+        l.rate_bps = static_cast<std::uint64_t>(std::llround(gbps * 1e9));
+        l.prop_ns = to_ns(sc.prop_ns);
+        l.learner_facing = level == HopLevel::LearnerPort;
+        links.push_back(std::move(l));
+        return static_cast<std::uint32_t>(links.size() - 1);
     }
 
+    // ToR: workers -> one switch -> learner ports. Leaf-spine: workers spread over the leaves
+    // (each cluster spans leaves); a cluster's traffic takes one spine (the leaves' static FDB
+    // sends learner c's MAC up to spine c % spines), so it can merge at every hop; the spines go
+    // down to the learners' leaf. Learner ports: one per cluster, or one shared by all clusters.
     void build_topology() {
         const std::uint32_t n_workers = sc.clusters * sc.workers_per_cluster;
         const bool leaf_spine = sc.topology == TopologyKind::LeafSpine;
-        route_len = leaf_spine ? 4 : 2;
-        const std::uint8_t last_hop = static_cast<std::uint8_t>(route_len - 1);
+        const std::uint32_t learner_ports = sc.shared_bottleneck ? 1 : sc.clusters;
+        const auto learner_port_of = [&](std::uint32_t c) { return sc.shared_bottleneck ? 0u : c; };
 
-        // Learner-facing ports at the last switch: one per cluster, or one shared by all clusters.
-        std::vector<std::uint32_t> learner_port(sc.clusters);
-        for (std::uint32_t c = 0; c < sc.clusters; ++c) {
-            if (sc.shared_bottleneck && c > 0) {
-                learner_port[c] = learner_port[0];
-            } else {
-                learner_port[c] = add_port(HopLevel::LearnerPort, sc.learner_gbps, last_hop, true);
-                ports[learner_port[c]].learner_facing = true;
-            }
-        }
-        // Leaf-spine: leaf l -> spine s uplinks, and spine s -> learner-leaf downlinks.
-        std::vector<std::uint32_t> uplink(std::size_t{sc.leaves} * sc.spines);
-        std::vector<std::uint32_t> downlink(sc.spines);
-        if (leaf_spine) {
+        // The last switch, in front of the learners.
+        std::vector<std::uint32_t> leaf_of_worker(n_workers, 0);
+        std::vector<std::uint32_t> leaf_switch, spine_switch;
+        std::uint32_t last;
+        if (!leaf_spine) {
+            last = add_switch(learner_ports, sc.learner_gbps, n_workers, 1, learner_port_of);
+        } else {
+            last = add_switch(learner_ports, sc.learner_gbps, sc.spines, 3, learner_port_of);
+            for (std::uint32_t s = 0; s < sc.spines; ++s)
+                spine_switch.push_back(add_switch(1, sc.fabric_gbps, sc.leaves, 2, [](std::uint32_t) { return 0u; }));
+            std::vector<std::uint32_t> on_leaf(sc.leaves, 0);
+            for (std::uint32_t w = 0; w < n_workers; ++w) ++on_leaf[w % sc.leaves];
+            const std::uint32_t spines = sc.spines;
             for (std::uint32_t l = 0; l < sc.leaves; ++l)
-                for (std::uint32_t s = 0; s < sc.spines; ++s)
-                    uplink[std::size_t{l} * sc.spines + s] = add_port(HopLevel::LeafUplink, sc.fabric_gbps, 1, true);
-            for (std::uint32_t s = 0; s < sc.spines; ++s) downlink[s] = add_port(HopLevel::SpineDown, sc.fabric_gbps, 2, true);
+                leaf_switch.push_back(add_switch(sc.spines, sc.fabric_gbps, on_leaf[l], 1,
+                                                 [spines](std::uint32_t c) { return c % spines; }));
+        }
+        for (std::uint32_t p = 0; p < learner_ports; ++p)
+            add_link(HopLevel::LearnerPort, sc.learner_gbps, last, static_cast<std::uint16_t>(p), kNoLink, 0);
+        if (leaf_spine) {
+            for (std::uint32_t s = 0; s < sc.spines; ++s) {
+                add_link(HopLevel::SpineDown, sc.fabric_gbps, spine_switch[s], 0, last,
+                         static_cast<std::uint16_t>(learner_ports + s));
+                for (std::uint32_t l = 0; l < sc.leaves; ++l)
+                    add_link(HopLevel::LeafUplink, sc.fabric_gbps, leaf_switch[l], static_cast<std::uint16_t>(s),
+                             spine_switch[s], static_cast<std::uint16_t>(1 + l));
+            }
         }
 
         workers.resize(n_workers);
-        routes.resize(n_workers);
+        worker_nic.resize(n_workers);
+        std::vector<std::uint32_t> next_leaf_port(sc.leaves, sc.spines);
         for (std::uint32_t w = 0; w < n_workers; ++w) {
             const std::uint16_t c = static_cast<std::uint16_t>(w / sc.workers_per_cluster);
             Worker& wk = workers[w];
@@ -261,25 +434,19 @@ struct Simulator::Impl {
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
             wk.ep.src_mac = {0x02, 0x00, static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
                              static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)};
-            wk.ep.dst_mac = {0x02, 0xFF, 0, 0, static_cast<std::uint8_t>(c >> 8), static_cast<std::uint8_t>(c)};
-            wk.ep.src_ip = 0x0A000000u | (w + 1);
+            wk.ep.dst_mac = learner_mac(c);
+            wk.ep.src_ip = worker_ip(w);
             wk.ep.dst_ip = 0x0B000000u | c;
             wk.ep.src_port = proto::kDefaultUdpPort;
             wk.ep.dst_port = proto::kDefaultUdpPort;
             wk.ep.ecn = 1;  // ECT(1): the queues may set CE
-
-            auto& r = routes[w];
-            r[0] = add_port(HopLevel::HostNic, sc.host_gbps, 0, false);
             if (leaf_spine) {
-                // Workers spread over the leaves (each cluster spans leaves); a cluster's traffic
-                // takes one spine (ECMP hashed on the cluster), so it can merge at every hop.
                 const std::uint32_t leaf = w % sc.leaves;
-                const std::uint32_t spine = c % sc.spines;
-                r[1] = uplink[std::size_t{leaf} * sc.spines + spine];
-                r[2] = downlink[spine];
-                r[3] = learner_port[c];
+                worker_nic[w] = add_link(HopLevel::HostNic, sc.host_gbps, kNoLink, 0, leaf_switch[leaf],
+                                         static_cast<std::uint16_t>(next_leaf_port[leaf]++));
             } else {
-                r[1] = learner_port[c];
+                worker_nic[w] = add_link(HopLevel::HostNic, sc.host_gbps, kNoLink, 0, last,
+                                         static_cast<std::uint16_t>(learner_ports + w));
             }
         }
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
@@ -295,130 +462,111 @@ struct Simulator::Impl {
         }
     }
 
-    // ---- packet pool ----
-    Packet* alloc_packet() {
-        if (free_packets.empty()) {
-            if (pool_size + kPoolBlock > sc.pool_max_packets) return nullptr;
-            // Rare: grows by a block when the pool's high-water mark rises, never per packet.
-            packet_blocks.push_back(std::make_unique<Packet[]>(kPoolBlock));
-            buffer_blocks.push_back(std::make_unique<std::uint8_t[]>(kPoolBlock * frame_capacity));
-            free_packets.reserve(pool_size + kPoolBlock);
-            for (std::uint32_t i = kPoolBlock; i-- > 0;) {
-                Packet& p = packet_blocks.back()[i];
-                p.frame = buffer_blocks.back().get() + std::size_t{i} * frame_capacity;
-                free_packets.push_back(&p);
-            }
-            pool_size += kPoolBlock;
-        }
-        Packet* p = free_packets.back();
-        free_packets.pop_back();
-        return p;
-    }
-    void free_packet(Packet* p) { free_packets.push_back(p); }
-
     // ---- data path ----
     std::uint64_t serialization_ns(std::uint32_t frame_len, std::uint64_t rate_bps) const noexcept {
         const std::uint64_t bits = std::uint64_t{frame_len + frame::kWireOverhead} * 8;
         return (bits * 1'000'000'000ull + rate_bps - 1) / rate_bps;
     }
 
-    void start_tx(std::uint32_t port_id) {
-        Port& port = ports[port_id];
+    const core::AggregatingQueue& queue_of(const Link& l) const {
+        return l.host_queue ? *l.host_queue : switches[l.sw]->pipeline->port(l.sw_port).queue;
+    }
+
+    // The link is free: its egress sends the head packet, if any (a switch port through the
+    // pipeline's shaper; a head the shaper holds back is tried again shortly).
+    void start_tx(std::uint32_t link_id) {
+        Link& link = links[link_id];
         core::Departure d;
-        if (!port.queue->dequeue(now, d)) {
-            port.busy = false;
+        const bool got = link.host_queue ? link.host_queue->dequeue(now, d)
+                                         : switches[link.sw]->pipeline->dequeue_one(link.sw_port, now, d);
+        if (!got) {
+            if (queue_of(link).depth() != 0) {
+                link.busy = true;
+                schedule_simple(now + kShaperRetryNs, EventType::TxDone, link_id);
+            } else {
+                link.busy = false;
+            }
             return;
         }
-        port.busy = true;
+        link.busy = true;
         auto* p = static_cast<Packet*>(d.handle);
-        if (port.learner_facing) {
+        if (link.learner_facing) {
             const std::uint16_t c = be::load16(p->frame + frame::kUdpPayloadOffset + proto::off::kClusterId);
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
-        const std::uint64_t tx = serialization_ns(d.frame_len, port.rate_bps);
-        schedule_simple(now + tx, EventType::TxDone, port_id);
-        schedule_simple(now + tx + port.prop_ns, EventType::Arrive, 0, p);
+        const std::uint64_t tx = serialization_ns(d.frame_len, link.rate_bps);
+        schedule_simple(now + tx, EventType::TxDone, link_id);
+        Event e;
+        e.t = now + tx + link.prop_ns;
+        e.type = EventType::Arrive;
+        e.index = link_id;
+        e.packet = p;
+        schedule(e);
     }
 
-    void drop(Packet* p, std::uint16_t shesha_offset) {
-        sum.contributions_dropped += proto::inplace::contrib_count(p->frame + shesha_offset);
-        free_packet(p);
-    }
-
-    void enqueue_at(std::uint32_t port_id, Packet* p) {
-        Port& port = ports[port_id];
+    // A worker's NIC takes a frame from its sender.
+    void enqueue_at_nic(std::uint32_t link_id, Packet* p) {
+        Link& link = links[link_id];
         core::Arrival a;
         a.handle = p;
         a.frame = p->frame;
         a.frame_len = p->len;
-        proto::Header h;
-        bool is_gradient = false;
-        const frame::FrameInfo info = frame::classify({p->frame, p->len}, proto::kDefaultUdpPort);
-        if (info.kind == frame::FrameKind::Shesha &&
-            proto::decode_header({p->frame + info.payload_offset, info.payload_len}, h) == proto::DecodeError::Ok) {
-            a.l3_offset = info.l3_offset;
-            a.l4_offset = info.l4_offset;
-            a.shesha_offset = info.payload_offset;
-            is_gradient = h.type == proto::MsgType::Gradient;
-            if (is_gradient) a.contributions = h.contrib_count;
-            // The switch's classifier: fp32 gradients may merge (the queue knows whether aggregation is on).
-            a.mergeable = is_gradient && h.elem_type == proto::ElemType::F32 && port.level != HopLevel::HostNic;
-            a.cluster_id = h.cluster_id;
-            a.chunk_index = h.chunk_index;
-            a.elem_count = h.elem_count;
-            a.model_version = h.model_version;
-            a.dst_ip = info.dst_ip;
-            a.version_tolerance = sc.version_tolerance;
-        }
+        a.contributions = proto::inplace::contrib_count(p->frame + frame::kUdpPayloadOffset);
         ++sum.packets_forwarded;
-        const core::EnqueueResult r = port.queue->enqueue(a, now);
-        port.mark_ewma += kMarkEwmaGain * ((r.marked ? 1.0 : 0.0) - port.mark_ewma);
-        if (r.marked && is_gradient && sc.switch_feedback && port.limiter && port.limiter->allow(info.src_ip, now))
-            send_feedback(port_id, h.worker_id);
-        if (r.status == core::EnqueueStatus::Merged) {
-            free_packet(p);
-        } else if (r.status == core::EnqueueStatus::DroppedFull) {
-            drop(p, a.shesha_offset != 0 ? a.shesha_offset : static_cast<std::uint16_t>(frame::kUdpPayloadOffset));
+        const core::EnqueueResult r = link.host_queue->enqueue(a, now);
+        if (r.status != core::EnqueueStatus::Queued) {
+            host_drop_contributions += a.contributions;
+            pool.free(p);
         }
-        if (!port.busy) start_tx(port_id);
+        if (!link.busy) start_tx(link_id);
     }
 
-    void send_feedback(std::uint32_t port_id, std::uint32_t worker) {
-        if (worker >= workers.size()) return;
-        const Port& port = ports[port_id];
-        const core::QueueStats& st = port.queue->stats();
-        std::uint32_t slot;
-        if (free_feedback.empty()) {
-            slot = static_cast<std::uint32_t>(feedback_bodies.size());
-            feedback_bodies.emplace_back();  // grows to the peak number of FEEDBACKs in flight, then reused
-        } else {
-            slot = free_feedback.back();
-            free_feedback.pop_back();
+    // A frame reaches a switch port: the switch's pipeline decides, then every idle egress link of
+    // that switch starts sending.
+    void receive_at_switch(std::uint32_t sw_id, std::uint16_t port, Packet* p) {
+        SimSwitch& sw = *switches[sw_id];
+        ++sum.packets_forwarded;
+        sw.pipeline->receive_burst(sw.rx, port, &p, 1, now);
+        for (std::uint32_t l : sw.egress_links)
+            if (!links[l].busy) start_tx(l);
+    }
+
+    // FEEDBACK from switch sw, addressed to a worker's IP, back over an uncongested path.
+    void on_feedback(std::uint32_t sw, Packet* p) override {
+        proto::Message m;
+        const frame::FrameInfo info = frame::classify({p->frame, p->len}, proto::kDefaultUdpPort);
+        const std::uint32_t worker = info.dst_ip - worker_ip(0);
+        if (info.kind == frame::FrameKind::Shesha &&
+            proto::decode({p->frame + info.payload_offset, info.payload_len}, m) == proto::DecodeError::Ok &&
+            m.hdr.type == proto::MsgType::Feedback && worker < workers.size()) {
+            proto::FeedbackBody body;
+            if (!proto::decode_feedback(m.payload, body)) {
+                pool.free(p);
+                return;
+            }
+            std::uint32_t slot;
+            if (free_feedback.empty()) {
+                slot = static_cast<std::uint32_t>(feedback_bodies.size());
+                feedback_bodies.emplace_back();  // grows to the peak number of FEEDBACKs in flight, then reused
+            } else {
+                slot = free_feedback.back();
+                free_feedback.pop_back();
+            }
+            feedback_bodies[slot] = body;
+            Event e;
+            e.type = EventType::Feedback;
+            e.index = worker;
+            e.index2 = slot;
+            e.t = now + std::uint64_t{switches[sw]->hops_from_workers} * to_ns(sc.prop_ns);
+            schedule(e);
         }
-        proto::FeedbackBody& fb = feedback_bodies[slot];
-        fb = proto::FeedbackBody{};
-        Event e;
-        e.type = EventType::Feedback;
-        e.index = worker;
-        e.index2 = slot;
-        fb.port_id = static_cast<std::uint16_t>(port_id);
-        fb.queue_capacity = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->capacity(), 0xFFFF));
-        fb.queue_depth = static_cast<std::uint16_t>(std::min<std::uint32_t>(port.queue->depth(), 0xFFFF));
-        fb.mark_permille = static_cast<std::uint16_t>(std::lround(port.mark_ewma * 1000));
-        fb.queue_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.queue->depth_bytes(), UINT32_MAX));
-        fb.merge_permille = static_cast<std::uint16_t>(
-            st.mergeable_arrivals ? st.merged * 1000 / st.mergeable_arrivals : 0);
-        fb.drops = static_cast<std::uint32_t>(st.dropped);
-        // Uncongested return path: one propagation delay per link back to the worker.
-        e.t = now + std::uint64_t{port.hop_index} * port.prop_ns;
-        schedule(e);
-        ++sum.feedback_sent;
+        pool.free(p);
     }
 
     void try_send(std::uint32_t w) {
         Worker& wk = workers[w];
         while (auto chunk = wk.sender->next_to_send(now)) {
-            Packet* p = alloc_packet();
+            Packet* p = pool.alloc();
             if (p == nullptr) {
                 ++sum.pool_exhausted;
                 sum.contributions_dropped += chunk->header.contrib_count;
@@ -429,9 +577,7 @@ struct Simulator::Impl {
                                                      chunk->elements.size_bytes());
             const std::size_t payload = proto::encode(chunk->header, body, buf.subspan(frame::kUdpPayloadOffset));
             p->len = static_cast<std::uint32_t>(frame::build_udp_frame(wk.ep, payload, buf, false));
-            p->route = w;
-            p->hop = 0;
-            enqueue_at(routes[w][0], p);
+            enqueue_at_nic(worker_nic[w], p);
         }
     }
 
@@ -451,13 +597,13 @@ struct Simulator::Impl {
         if (t < duration_ns) schedule_simple(t, EventType::Compute, w);
     }
 
-    void on_arrive(Packet* p) {
-        ++p->hop;
-        if (p->hop < route_len) {
-            enqueue_at(routes[p->route][p->hop], p);
+    void on_arrive(std::uint32_t link_id, Packet* p) {
+        const Link& link = links[link_id];
+        if (link.to_sw == kNoLink) {
+            deliver(p);
             return;
         }
-        deliver(p);
+        receive_at_switch(link.to_sw, link.to_port, p);
     }
 
     void deliver(Packet* p) {
@@ -467,7 +613,8 @@ struct Simulator::Impl {
             proto::decode({p->frame + info.payload_offset, info.payload_len}, m) != proto::DecodeError::Ok ||
             m.hdr.cluster_id >= learners.size()) {
             ++sum.learner_rejects;
-            drop(p, static_cast<std::uint16_t>(frame::kUdpPayloadOffset));
+            sum.contributions_dropped += proto::inplace::contrib_count(p->frame + frame::kUdpPayloadOffset);
+            pool.free(p);
             return;
         }
         Learner& L = *learners[m.hdr.cluster_id];
@@ -493,7 +640,7 @@ struct Simulator::Impl {
         }
         if (now <= duration_ns) L.aom.on_receive(now, m.hdr.ts_latest_ns);
         const std::size_t n = L.planner->plan(m.hdr, L.version, L.grants);
-        const std::uint64_t back = std::uint64_t{route_len} * to_ns(sc.prop_ns);
+        const std::uint64_t back = std::uint64_t{switches.front()->hops_from_workers + 1} * to_ns(sc.prop_ns);
         for (std::size_t i = 0; i < n; ++i) {
             Event e;
             e.t = now + back;
@@ -503,7 +650,7 @@ struct Simulator::Impl {
             e.credit = L.grants[i].body;
             schedule(e);
         }
-        free_packet(p);
+        pool.free(p);
     }
 
     void on_sample() {
@@ -518,9 +665,9 @@ struct Simulator::Impl {
             L.bottleneck_bytes_sampled = L.bottleneck_bytes;
         }
         std::array<std::uint64_t, kHopLevels> depth_max{};
-        for (const Port& p : ports) {
-            auto& m = depth_max[static_cast<int>(p.level)];
-            m = std::max<std::uint64_t>(m, p.queue->depth());
+        for (const Link& l : links) {
+            auto& m = depth_max[static_cast<int>(l.level)];
+            m = std::max<std::uint64_t>(m, queue_of(l).depth());
         }
         for (int h = 0; h < kHopLevels; ++h) series.push_back({t_ms, "depth_max", static_cast<std::uint32_t>(h), static_cast<double>(depth_max[h])});
         double wsum = 0;
@@ -544,7 +691,7 @@ struct Simulator::Impl {
             switch (e.type) {
                 case EventType::Compute: on_compute(e.index); break;
                 case EventType::TxDone: start_tx(e.index); break;
-                case EventType::Arrive: on_arrive(e.packet); break;
+                case EventType::Arrive: on_arrive(e.index, e.packet); break;
                 case EventType::Credit:
                     workers[e.index].sender->on_credit(e.credit, e.flags, now);
                     try_send(e.index);
@@ -568,7 +715,7 @@ struct Simulator::Impl {
         s.workers = static_cast<std::uint32_t>(workers.size());
         s.clusters = sc.clusters;
         s.sim_end_ms = static_cast<double>(now) / 1e6;
-        s.pool_packets = pool_size;
+        s.pool_packets = pool.size();
         s.packets_per_wall_s = s.wall_s > 0 ? static_cast<double>(s.packets_forwarded) / s.wall_s : 0;
         double wsum = 0;
         for (const Worker& w : workers) {
@@ -583,9 +730,9 @@ struct Simulator::Impl {
         s.window_mean = wsum / static_cast<double>(workers.size());
 
         std::array<double, kHopLevels> depth_sum{}, depth_samples{}, sojourn_sum{};
-        for (const Port& p : ports) {
-            const core::QueueStats& q = p.queue->stats();
-            HopSummary& h = s.hops[static_cast<int>(p.level)];
+        for (const Link& l : links) {
+            const core::QueueStats& q = queue_of(l).stats();
+            HopSummary& h = s.hops[static_cast<int>(l.level)];
             ++h.ports;
             h.arrivals += q.depth_samples;
             h.departures += q.dequeued;
@@ -595,13 +742,21 @@ struct Simulator::Impl {
             h.marks += q.marked;
             h.depth_max = std::max(h.depth_max, q.depth_max);
             h.sojourn_max_us = std::max(h.sojourn_max_us, static_cast<double>(q.sojourn_max_ticks) / 1e3);
-            depth_sum[static_cast<int>(p.level)] += static_cast<double>(q.depth_sum);
-            depth_samples[static_cast<int>(p.level)] += static_cast<double>(q.depth_samples);
-            sojourn_sum[static_cast<int>(p.level)] += static_cast<double>(q.sojourn_sum_ticks);
+            depth_sum[static_cast<int>(l.level)] += static_cast<double>(q.depth_sum);
+            depth_samples[static_cast<int>(l.level)] += static_cast<double>(q.depth_samples);
+            sojourn_sum[static_cast<int>(l.level)] += static_cast<double>(q.sojourn_sum_ticks);
             s.merges += q.merged;
             s.bytes_saved += q.bytes_saved;
             s.drops += q.dropped;
-            if (p.limiter) s.feedback_suppressed += p.limiter->suppressed();
+        }
+        // What the switches' pipelines counted: FEEDBACK, and the contributions in their tail drops.
+        s.contributions_dropped += host_drop_contributions;
+        for (const auto& sw : switches) {
+            const core::EgressCounters& e = sw->pipeline->egress();
+            s.feedback_sent += e.feedback_sent;
+            s.feedback_suppressed += e.feedback_suppressed;
+            for (std::size_t i = 0; i < sw->pipeline->port_count(); ++i)
+                s.contributions_dropped += sw->pipeline->port(i).tx.dropped_contributions;
         }
         for (int i = 0; i < kHopLevels; ++i) {
             HopSummary& h = s.hops[i];

@@ -12,7 +12,7 @@
 
 #include "protocol.h"
 
-namespace shesha::sw {
+namespace shesha::core {
 
 inline void bump(std::uint64_t& counter, std::uint64_t n = 1) noexcept {
     std::atomic_ref<std::uint64_t>(counter).store(counter + n, std::memory_order_relaxed);
@@ -56,6 +56,7 @@ struct alignas(64) PortTxCounters {
     std::uint64_t filtered = 0;         // destination learned on the ingress port itself: dropped
     std::uint64_t queue_drops = 0;      // tail drops into this port's queue
     std::uint64_t too_big = 0;          // frames longer than this port's mtu allows: dropped
+    std::uint64_t dropped_contributions = 0;  // gradient updates in this port's tail drops
 };
 
 // Global counters of the egress-owner lcore.
@@ -110,4 +111,4 @@ T read_counters(const T& live) noexcept {
     return value;
 }
 
-}  // namespace shesha::sw
+}  // namespace shesha::core
