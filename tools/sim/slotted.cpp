@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "aggregating_queue.h"
+#include "pipeline.h"
 #include "frame.h"
 #include "gradient_pattern.h"
 #include "protocol.h"
@@ -39,6 +40,72 @@ struct DepartedChunk {
     proto::Header header;
 };
 
+// The switch's pipeline moves slotted packets: frees go back to the free list, and a FEEDBACK it
+// sends is only noted (the slotted model delivers feedback itself, after feedback_delay slots).
+struct SlotIo {
+    using Handle = Packet*;
+    static std::uint8_t* data(Packet* p) noexcept { return p->buf.data(); }
+    static std::uint32_t pkt_len(Packet* p) noexcept { return p->len; }
+    static std::uint32_t data_len(Packet* p) noexcept { return p->len; }
+    static bool multi_segment(Packet*) noexcept { return false; }
+    static void prefetch(Packet*) noexcept {}
+    void free_bulk(Packet** p, std::uint32_t n) noexcept {
+        for (std::uint32_t i = 0; i < n; ++i) free(p[i]);
+    }
+    void free(Packet* p) noexcept {
+        if (p != &feedback) free_list->push_back(p);
+    }
+    Packet* copy(Packet*) noexcept { return nullptr; }  // nothing floods: the learner's MAC is static
+    Packet* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
+        if (len > feedback.buf.size()) return nullptr;
+        feedback.len = len;
+        *bytes = feedback.buf.data();
+        return &feedback;
+    }
+    bool send_now(std::uint16_t, Packet*) noexcept {
+        ++feedback_sent;
+        return true;
+    }
+    std::uint16_t tx_burst(std::uint16_t, Packet**, std::uint16_t) noexcept { return 0; }
+
+    std::vector<Packet*>* free_list = nullptr;
+    Packet feedback;
+    std::uint64_t feedback_sent = 0;
+};
+
+constexpr core::Mac kLearnerMac{0x02, 0xFF, 0, 0, 1, 1};
+
+// One switch: port 0 faces the learners, port 1 + c receives cluster c's sender. Every per-packet
+// decision (classification, cluster policy, merge, mark) is the real pipeline's.
+core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
+    core::SwitchConfig cfg;
+    cfg.burst = 32;
+    cfg.udp_port = proto::kDefaultUdpPort;
+    cfg.aggregation = p.aggregation;
+    cfg.feedback = true;             // marks are observed through the FEEDBACK the pipeline builds
+    cfg.feedback_interval_us = 0;    // every marked arrival answers (the model rate-limits by slots)
+    cfg.fdb_capacity = static_cast<std::uint32_t>(p.clusters) + 16;
+    for (int i = 0; i <= p.clusters; ++i) {
+        core::PortConfig pc;
+        pc.name = fmt::format("p{}", i);
+        pc.device = "slotted";
+        pc.queue_packets = i == 0 ? static_cast<std::uint32_t>(p.queue_packets) : 2;
+        pc.queue_bytes = std::uint64_t{kBufferSize} * (static_cast<std::uint64_t>(p.queue_packets) + 1);  // never the limit
+        pc.marking.depth_packets = i == 0 ? static_cast<std::uint32_t>(p.mark_depth) : 0;
+        pc.marking.sojourn_us = 0;
+        cfg.ports.push_back(pc);
+    }
+    cfg.static_fdb.push_back({kLearnerMac, "p0"});
+    for (int c = 0; c < p.clusters; ++c) {
+        core::ClusterConfig cc;
+        cc.id = cluster_id_of(c);
+        cc.aggregation = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
+        cc.member_ips.push_back(0x0A000001 + static_cast<std::uint32_t>(c));
+        cfg.clusters.push_back(std::move(cc));
+    }
+    return cfg;
+}
+
 }  // namespace
 
 SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int>>& requested) {
@@ -49,13 +116,6 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
     const int E = p.elems_per_chunk;
     run.cut_windows.assign(C, {});
 
-    core::QueueConfig qc;
-    qc.capacity_packets = static_cast<std::uint32_t>(p.queue_packets);
-    qc.capacity_bytes = std::uint64_t{kBufferSize} * (p.queue_packets + 1);  // never the limit
-    qc.aggregation = p.aggregation;
-    qc.mark_depth_packets = static_cast<std::uint32_t>(p.mark_depth);
-    qc.mark_sojourn_ticks = 0;
-    core::AggregatingQueue queue(qc);
 
     std::vector<transport::CreditSender> senders;
     std::vector<transport::CreditPlanner> planners;
@@ -88,6 +148,12 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
     std::vector<Packet*> free_list;
     for (auto& pk : pool) free_list.push_back(&pk);
     std::vector<int> waiting(C, 0);
+    SlotIo io;
+    io.free_list = &free_list;
+    // One tick per slot; the pipeline runs in pull mode (the slot's service dequeues).
+    core::Pipeline<SlotIo> sw(slotted_switch_config(p), 1'000'000, io, core::PipelineOptions{.poll_mode = false});
+    core::RxLcoreCounters rx;
+    const core::AggregatingQueue& queue = sw.port(0).queue;
 
     std::vector<std::vector<DepartedChunk>> departed;        // [t]
     std::vector<std::vector<int>> marked_depth;              // [t][c]: depth found by a marked arrival, -1 none
@@ -154,6 +220,8 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                                                   chunk->elements.size_bytes()),
                     payload);
                 frame::Endpoints ep;
+                ep.src_mac = {0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(1 + c)};
+                ep.dst_mac = kLearnerMac;
                 ep.src_ip = 0x0A000001 + static_cast<std::uint32_t>(c);
                 ep.dst_ip = kLearnerIp;
                 ep.src_port = proto::kDefaultUdpPort;
@@ -175,36 +243,24 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 if (i >= static_cast<int>(out[c].size())) continue;
                 Packet* pk = out[c][i];
                 const frame::FrameInfo info = frame::classify({pk->buf.data(), pk->len}, proto::kDefaultUdpPort);
-                proto::Header h;
-                proto::decode_header({pk->buf.data() + info.payload_offset, info.payload_len}, h);
                 pk->shesha_offset = info.payload_offset;
-                core::Arrival a;
-                a.handle = pk;
-                a.frame = pk->buf.data();
-                a.frame_len = pk->len;
-                a.contributions = h.contrib_count;
-                a.mergeable = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
-                a.l3_offset = info.l3_offset;
-                a.l4_offset = info.l4_offset;
-                a.shesha_offset = info.payload_offset;
-                a.cluster_id = h.cluster_id;
-                a.chunk_index = h.chunk_index;
-                a.elem_count = h.elem_count;
-                a.model_version = h.model_version;
-                a.dst_ip = info.dst_ip;
                 const int depth_before = static_cast<int>(queue.depth());
                 if (p.congestion_threshold > 0 && depth_before >= p.congestion_threshold) rec.congested[c] = true;
-                const core::EnqueueResult r = queue.enqueue(a, static_cast<std::uint64_t>(t));
-                if (r.marked) {
+                const core::QueueStats before = queue.stats();
+                const std::uint64_t feedback_before = io.feedback_sent;
+                Packet* burst[1] = {pk};
+                sw.receive_burst(rx, static_cast<std::uint16_t>(1 + c), burst, 1, static_cast<std::uint64_t>(t));
+                if (io.feedback_sent != feedback_before) {  // the pipeline marked this arrival
                     rec.arrival_marked[c] = true;
                     marked_depth[t][c] = std::max(marked_depth[t][c], depth_before);
                 }
-                if (r.status == core::EnqueueStatus::Queued) {
-                    ++waiting[c];
+                const core::QueueStats& after = queue.stats();
+                if (after.merged != before.merged) {
+                    ++rec.merges;
+                } else if (after.dropped != before.dropped) {
+                    ++drops;
                 } else {
-                    if (r.status == core::EnqueueStatus::DroppedFull) ++drops;
-                    if (r.status == core::EnqueueStatus::Merged) ++rec.merges;
-                    free_list.push_back(pk);
+                    ++waiting[c];
                 }
             }
         rec.drops = drops;
@@ -216,7 +272,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
         rec.served.assign(C, 0);
         for (int k = 0; k < p.service_rate; ++k) {
             core::Departure dep;
-            if (!queue.dequeue(static_cast<std::uint64_t>(t), dep)) {
+            if (!sw.dequeue_one(0, static_cast<std::uint64_t>(t), dep)) {
                 continue;
             }
             Packet* pk = static_cast<Packet*>(dep.handle);
