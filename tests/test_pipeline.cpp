@@ -1,0 +1,795 @@
+// The switch pipeline (switch/core/pipeline.h) without DPDK or root: frames are byte vectors, a
+// port's output is what the pipeline hands to tx_burst or send_now, and time is a fake clock
+// (1 tick = 1 ns), so shaping, merging, marking and rate limiting are deterministic. These are the
+// forwarding tests of the DPDK ring test (tests/dpdk/test_switch_ring.cpp), run on the pipeline
+// itself; the DPDK test keeps the same scenarios as smoke tests of the adapter.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "frame.h"
+#include "gradient_pattern.h"
+#include "pipeline.h"
+#include "protocol.h"
+
+using namespace shesha;
+
+namespace {
+
+constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
+constexpr std::uint16_t kWorkerPort = 40000;
+
+struct Frame {
+    std::vector<std::uint8_t> bytes;
+};
+
+// Packet I/O over heap frames, counting what is alive so a test can check nothing leaks.
+struct VecIo {
+    using Handle = Frame*;
+    static std::uint8_t* data(Frame* f) noexcept { return f->bytes.data(); }
+    static std::uint32_t pkt_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
+    static std::uint32_t data_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
+    static bool multi_segment(Frame*) noexcept { return false; }
+    static void prefetch(Frame*) noexcept {}
+    void free_bulk(Frame** f, std::uint32_t n) noexcept {
+        for (std::uint32_t i = 0; i < n; ++i) free(f[i]);
+    }
+    void free(Frame* f) noexcept {
+        delete f;
+        --alive;
+    }
+    Frame* make(std::vector<std::uint8_t> bytes) {
+        ++alive;
+        return new Frame{std::move(bytes)};
+    }
+    Frame* copy(Frame* f) noexcept { return make(f->bytes); }
+    Frame* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
+        Frame* f = make(std::vector<std::uint8_t>(len));
+        *bytes = f->bytes.data();
+        return f;
+    }
+    bool send_now(std::uint16_t port, Frame* f) noexcept {
+        out[port].push_back(f);
+        return true;
+    }
+    std::uint16_t tx_burst(std::uint16_t port, Frame** f, std::uint16_t n) noexcept {
+        for (std::uint16_t i = 0; i < n; ++i) out[port].push_back(f[i]);
+        return n;
+    }
+    std::vector<std::vector<Frame*>> out;  // per port: frames sent, not yet taken by the test
+    long alive = 0;
+};
+
+frame::MacAddr mac(std::uint8_t last) { return {0x02, 0, 0, 0, 0, last}; }
+constexpr frame::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+std::uint32_t host_ip(std::uint8_t last) { return (10u << 24) | last; }  // 10.0.0.x
+
+const std::vector<std::uint8_t>& bytes_of(const Frame* f) { return f->bytes; }
+
+std::vector<std::uint8_t> udp_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint32_t sip,
+                                    std::uint32_t dip, std::uint16_t dport, const std::vector<std::uint8_t>& payload) {
+    std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
+    std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
+    frame::Endpoints ep;
+    ep.src_mac = src;
+    ep.dst_mac = dst;
+    ep.src_ip = sip;
+    ep.dst_ip = dip;
+    ep.src_port = kWorkerPort;
+    ep.dst_port = dport;
+    ep.ecn = 1;
+    REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
+    return f;
+}
+
+// A non-IP frame (ARP ethertype), minimum size.
+std::vector<std::uint8_t> l2_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint8_t tag) {
+    std::vector<std::uint8_t> f(60, tag);
+    std::memcpy(f.data(), dst.data(), 6);
+    std::memcpy(f.data() + 6, src.data(), 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    return f;
+}
+
+proto::Header gradient_header(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t worker, std::uint16_t n) {
+    proto::Header h;
+    h.type = proto::MsgType::Gradient;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster;
+    h.worker_id = worker;
+    h.model_version = 5;
+    h.seq = 100 + worker;
+    h.chunk_index = chunk;
+    h.chunk_count = 4;
+    h.elem_count = n;
+    h.contrib_count = 1;
+    h.ts_earliest_ns = 1000 + worker;
+    h.ts_latest_ns = 1000 + worker;
+    return h;
+}
+
+std::vector<std::uint8_t> gradient_payload(const proto::Header& h) {
+    std::vector<float> elems(h.elem_count);
+    pattern::fill(elems.data(), elems.size(), h.cluster_id, h.chunk_index, h.worker_id);
+    std::vector<std::uint8_t> body(elems.size() * 4);
+    std::memcpy(body.data(), elems.data(), body.size());
+    std::vector<std::uint8_t> out(proto::kHeaderSize + body.size());
+    REQUIRE(proto::encode(h, body, out) == out.size());
+    return out;
+}
+
+std::vector<std::uint8_t> gradient_frame(std::uint8_t worker_host, const frame::MacAddr& dst_mac, std::uint32_t dst_ip,
+                                         std::uint16_t cluster, std::uint16_t chunk, std::uint16_t n = 64) {
+    return udp_frame(mac(worker_host), dst_mac, host_ip(worker_host), dst_ip, proto::kDefaultUdpPort,
+                     gradient_payload(gradient_header(cluster, chunk, worker_host, n)));
+}
+
+// What the tests read back, with the names the switch's stats use.
+struct PortView {
+    std::uint64_t rx_packets = 0;
+    core::PortTxCounters tx;
+    core::QueueStats queue;
+    std::uint64_t queue_depth = 0;
+    std::uint64_t tx_pending = 0;
+    double merge_ratio = 0;
+};
+struct View {
+    std::vector<PortView> ports;
+    std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};
+    std::uint64_t malformed_total = 0, bad_frames = 0, shesha_valid = 0, non_ip = 0, ip_other = 0, gradient_f32 = 0;
+    core::EgressCounters egress;
+    core::FdbStats fdb;
+    std::uint64_t fdb_size = 0;
+};
+
+// n ports (p0, p1, ...), their pipeline driven as shesha-switch's one-lcore loop drives it.
+struct Rig {
+    explicit Rig(std::size_t n) : ports(n) {}
+
+    core::SwitchConfig config() const {
+        core::SwitchConfig cfg;
+        cfg.burst = 32;
+        for (std::size_t i = 0; i < ports; ++i) {
+            core::PortConfig p;
+            p.name = fmt::format("p{}", i);
+            p.device = "vector";
+            p.queue_packets = 64;
+            cfg.ports.push_back(p);
+        }
+        cfg.clusters.push_back({7, true, 0, {}, {host_ip(1), host_ip(2), host_ip(3), host_ip(4)}});
+        return cfg;
+    }
+    void start(const core::SwitchConfig& cfg) {
+        io.out.assign(ports, {});
+        in.assign(ports, {});
+        pipeline = std::make_unique<core::Pipeline<VecIo>>(cfg, kHz, io);
+        for (std::size_t i = 0; i < ports; ++i) pipeline->set_port_mac(i, {0x02, 0xAA, 0, 0, 0, static_cast<std::uint8_t>(i)});
+    }
+    void inject(std::size_t port, const std::vector<std::uint8_t>& frame) { in[port].push_back(io.make(frame)); }
+    // One round: every port's RX burst (up to `burst` frames) in port order, then every port's TX.
+    void round(std::uint64_t now) {
+        for (std::size_t p = 0; p < ports; ++p) {
+            const std::size_t n = std::min<std::size_t>(in[p].size(), pipeline->burst());
+            std::vector<Frame*> burst(in[p].begin(), in[p].begin() + static_cast<long>(n));
+            in[p].erase(in[p].begin(), in[p].begin() + static_cast<long>(n));
+            pipeline->receive_burst(rx, static_cast<std::uint16_t>(p), burst.data(), static_cast<std::uint32_t>(n), now);
+        }
+        pipeline->transmit_all(now);
+        pipeline->housekeeping(now);
+        pipeline->set_clock(now);
+    }
+    std::vector<Frame*> take(std::size_t port) { return std::exchange(io.out[port], {}); }
+    void free_all(const std::vector<Frame*>& v) {
+        for (Frame* f : v) io.free(f);
+    }
+    View view() const {
+        View v;
+        for (std::size_t i = 0; i < ports; ++i) {
+            const auto& p = pipeline->port(i);
+            PortView pv;
+            pv.rx_packets = p.rx.packets;
+            pv.tx = p.tx;
+            pv.queue = p.queue.stats();
+            pv.queue_depth = p.queue.depth();
+            pv.tx_pending = p.n_pending;
+            pv.merge_ratio = pv.queue.mergeable_arrivals ? double(pv.queue.merged) / double(pv.queue.mergeable_arrivals) : 0;
+            v.ports.push_back(pv);
+        }
+        v.malformed = rx.malformed;
+        v.bad_frames = rx.bad_frames;
+        v.malformed_total = rx.bad_frames;
+        for (std::size_t i = 1; i < rx.malformed.size(); ++i) v.malformed_total += rx.malformed[i];
+        v.shesha_valid = rx.shesha_valid;
+        v.non_ip = rx.non_ip;
+        v.ip_other = rx.ip_other;
+        v.gradient_f32 = rx.gradient_f32;
+        v.egress = pipeline->egress();
+        v.fdb = pipeline->fdb().stats();
+        v.fdb_size = pipeline->fdb().size();
+        return v;
+    }
+    // Frees everything still held; true if no frame leaked.
+    bool finish() {
+        for (auto& q : in) free_all(std::exchange(q, {}));
+        pipeline.reset();
+        for (std::size_t p = 0; p < ports; ++p) free_all(take(p));
+        return io.alive == 0;
+    }
+
+    std::size_t ports;
+    VecIo io;
+    core::RxLcoreCounters rx;
+    std::vector<std::vector<Frame*>> in;
+    std::unique_ptr<core::Pipeline<VecIo>> pipeline;
+};
+
+std::uint16_t be16(const std::uint8_t* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
+std::uint32_t be32(const std::uint8_t* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+}  // namespace
+
+TEST_CASE("L2 learning, unicast forwarding and flooding", "[pipeline]") {
+    Rig rig(3);
+    const core::SwitchConfig cfg = rig.config();
+    rig.start(cfg);
+    {
+        std::uint64_t now = kHz;
+
+        // A broadcasts on p0: one copy each on p1 and p2, none back on p0; A is learned on p0.
+        const auto bcast = l2_frame(mac(0xa), kBroadcast, 1);
+        rig.inject(0, bcast);
+        rig.round(now);
+        auto p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        REQUIRE(p1.size() == 1);
+        REQUIRE(p2.size() == 1);
+        CHECK(bytes_of(p1[0]) == bcast);
+        CHECK(bytes_of(p2[0]) == bcast);
+        CHECK(p1[0] != p2[0]);  // a private copy per port
+        rig.free_all(p1);
+        rig.free_all(p2);
+
+        // B on p1 sends to A: unicast to p0 only; B is learned on p1.
+        const auto b_to_a = udp_frame(mac(0xb), mac(0xa), host_ip(0xb), host_ip(0xa), 9999, std::vector<std::uint8_t>(100, 7));
+        rig.inject(1, b_to_a);
+        rig.round(++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        REQUIRE(p0.size() == 1);
+        CHECK(bytes_of(p0[0]) == b_to_a);
+        CHECK(p1.empty());
+        CHECK(p2.empty());
+        rig.free_all(p0);
+
+        // A to B: p1 only.
+        const auto a_to_b = udp_frame(mac(0xa), mac(0xb), host_ip(0xa), host_ip(0xb), 9999, std::vector<std::uint8_t>(80, 3));
+        rig.inject(0, a_to_b);
+        rig.round(++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        REQUIRE(p1.size() == 1);
+        CHECK(bytes_of(p1[0]) == a_to_b);
+        CHECK(p2.empty());
+        rig.free_all(p1);
+
+        // A to an unknown unicast address: flooded to p1 and p2.
+        rig.inject(0, l2_frame(mac(0xa), mac(0xc), 2));
+        rig.round(++now);
+        p0 = rig.take(0), p1 = rig.take(1), p2 = rig.take(2);
+        CHECK(p0.empty());
+        CHECK(p1.size() == 1);
+        CHECK(p2.size() == 1);
+        rig.free_all(p1);
+        rig.free_all(p2);
+
+        // B shows up on p0 and sends to A, who lives behind p0: B moves, the frame is filtered.
+        rig.inject(0, l2_frame(mac(0xb), mac(0xa), 3));
+        rig.round(++now);
+        CHECK(rig.take(0).empty());
+        CHECK(rig.take(1).empty());
+        CHECK(rig.take(2).empty());
+
+        const auto st = rig.view();
+        CHECK(st.ports[0].rx_packets == 4);
+        CHECK(st.ports[1].rx_packets == 1);
+        CHECK(st.ports[0].tx.packets == 1);
+        CHECK(st.ports[1].tx.packets == 3);
+        CHECK(st.ports[2].tx.packets == 2);
+        CHECK(st.ports[0].tx.flooded == 2);
+        CHECK(st.ports[0].tx.filtered == 1);
+        CHECK(st.fdb.learned == 2);
+        CHECK(st.fdb.moved == 1);
+        CHECK(st.fdb_size == 2);
+        CHECK(st.malformed_total == 0);
+        CHECK(st.non_ip == 3);
+        CHECK(st.ip_other == 2);
+        CHECK(st.shesha_valid == 0);
+    }
+    CHECK(rig.finish());  // nothing leaked
+}
+
+TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and counted", "[pipeline]") {
+    const bool shaped = GENERATE(false, true);
+    INFO("shaped " << shaped);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    if (shaped) {
+        cfg.ports[1].shaper.rate_bps = 100'000'000'000;  // never the limit here, but a shaper
+        cfg.ports[1].shaper.burst_bytes = 1'000'000;
+    }
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    // Only the one-lcore RX loop bypasses, and only towards an unshaped port.
+    const bool bypasses = !shaped;
+    {
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));  // the learner announces itself on p1
+        rig.round(now);
+        rig.free_all(rig.take(0));
+
+        // 40 plain frames: a full 32-frame burst then 8, each leaving in its own round.
+        for (int i = 0; i < 40; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(i + 1)));
+        rig.round(++now);
+        rig.round(++now);
+        // Then 3 plain frames, a GRADIENT (it takes a queue slot: it may merge) and 3 more plain
+        // frames in one burst: the first 3 may bypass, the rest must queue behind the gradient.
+        for (int i = 0; i < 3; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(41 + i)));
+        const auto grad = gradient_frame(1, learner, learner_ip, 7, 0);
+        rig.inject(0, grad);
+        for (int i = 0; i < 3; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(44 + i)));
+        rig.round(++now);
+
+        const auto out = rig.take(1);
+        REQUIRE(out.size() == 47);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            INFO("frame " << i);
+            if (i == 43) {
+                CHECK(bytes_of(out[i]) == grad);
+            } else {
+                const std::uint8_t tag = static_cast<std::uint8_t>(i < 43 ? i + 1 : i);
+                CHECK(bytes_of(out[i]) == l2_frame(mac(1), learner, tag));
+            }
+        }
+        rig.free_all(out);
+
+        const auto st = rig.view();
+        const auto& q = st.ports[1].queue;
+        CHECK(q.bypassed == (bypasses ? 43u : 0u));
+        CHECK(q.enqueued == 47);
+        CHECK(q.dequeued == 47);
+        CHECK(q.depth_samples == 47);
+        CHECK(q.mergeable_arrivals == 1);
+        CHECK(q.enqueued_bytes == 46 * 60 + grad.size());
+        CHECK(q.dequeued_bytes == q.enqueued_bytes);
+        CHECK(st.ports[1].queue_depth == 0);
+        CHECK(st.ports[1].tx.packets == 47);
+        CHECK(st.ports[1].tx.bytes == 46 * 60 + grad.size());
+        CHECK(st.ports[1].tx.contributions == 1);  // the one GRADIENT; plain frames carry no update
+        if (bypasses) {
+            // Bypassing frames found depth 0; the gradient found the queue empty, the 3 after it
+            // found 1, 2, 3 waiting.
+            CHECK(q.depth_sum == 1 + 2 + 3);
+            CHECK(q.depth_max == 3);
+        } else {
+            // Everything queued: 0..31, 0..7, then 0..6.
+            CHECK(q.depth_sum == 31 * 32 / 2 + 7 * 8 / 2 + 6 * 7 / 2);
+            CHECK(q.depth_max == 31);
+        }
+    }
+    CHECK(rig.finish());  // nothing leaked
+}
+
+TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact sum", "[pipeline]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.ports[1].shaper.rate_bps = 1'000'000;  // 1 Mbit/s towards the learner
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        std::uint64_t now = kHz;
+        // The learner announces itself on p1.
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+
+        // Eight 1400 B fillers exhaust the 9100 B bucket: six leave (6 x 1424 wire bytes), two wait.
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+        rig.round(now);
+        REQUIRE(rig.view().ports[1].queue_depth == 2);
+
+        // Four workers' gradients for the same (cluster, chunk, version), one per round, time frozen.
+        constexpr int k = 4;
+        std::uint32_t grad_len = 0;
+        for (int w = 1; w <= k; ++w) {
+            const auto g = gradient_frame(static_cast<std::uint8_t>(w), learner, learner_ip, 7, 2);
+            grad_len = static_cast<std::uint32_t>(g.size());
+            rig.inject(0, g);
+            rig.round(now);
+        }
+        auto st = rig.view();
+        CHECK(st.ports[1].queue_depth == 3);
+        CHECK(st.ports[1].queue.mergeable_arrivals == k);
+        CHECK(st.ports[1].queue.merged == k - 1);
+        CHECK(st.ports[1].queue.bytes_saved == (k - 1) * grad_len);
+        CHECK(st.gradient_f32 == k);
+        CHECK(st.shesha_valid == k);
+        CHECK(st.ip_other == 8);
+
+        // Let time pass: everything leaves.
+        std::vector<Frame*> out;
+        for (int i = 0; i < 50 && out.size() < 9; ++i) {
+            now += kHz / 10;
+            rig.round(now);
+            for (Frame* m : rig.take(1)) out.push_back(m);
+        }
+        REQUIRE(out.size() == 9);  // 8 fillers + 1 merged gradient
+        int gradients = 0;
+        for (Frame* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            ++gradients;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.contrib_count == k);
+            CHECK((msg.hdr.flags & proto::flag::kMerged) != 0);
+            CHECK(msg.hdr.ts_earliest_ns == 1001);
+            CHECK(msg.hdr.ts_latest_ns == 1004);
+            std::vector<float> elems(msg.hdr.elem_count);
+            std::memcpy(elems.data(), msg.payload.data(), elems.size() * 4);
+            CHECK(elems[0] == static_cast<float>(k));
+            CHECK(pattern::verify(elems.data(), elems.size(), 7, 2, msg.hdr.contrib_count) == pattern::Check::Ok);
+        }
+        CHECK(gradients == 1);
+        rig.free_all(out);
+        st = rig.view();
+        CHECK(st.ports[1].tx.packets == 9);
+        CHECK(st.ports[1].tx.contributions == k);  // the 8 plain frames carry no update
+        CHECK(st.ports[1].queue.dequeued == 9);
+        CHECK(st.ports[1].merge_ratio == Approx(0.75));
+        CHECK(rig.take(0).empty());
+
+    }
+    CHECK(rig.finish());
+}
+
+TEST_CASE("malformed Shesha messages are counted per reason and forwarded or dropped", "[pipeline]") {
+    const bool drop = GENERATE(false, true);
+    INFO("drop " << drop);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.malformed = drop ? core::MalformedAction::Drop : core::MalformedAction::Forward;
+    rig.start(cfg);
+    {
+        const frame::MacAddr learner = mac(0x50);
+        auto good = gradient_payload(gradient_header(7, 0, 1, 16));
+        auto bad_magic = good;
+        bad_magic[0] = 0x12;
+        auto short_msg = std::vector<std::uint8_t>(good.begin(), good.begin() + 20);
+        auto bad_length = std::vector<std::uint8_t>(good.begin(), good.end() - 4);  // 15 elements, header says 16
+        const std::vector<std::vector<std::uint8_t>> frames = {
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, bad_magic),
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, short_msg),
+            udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), proto::kDefaultUdpPort, bad_length),
+        };
+        for (const auto& f : frames) rig.inject(0, f);
+        rig.round(kHz);
+        const auto out = rig.take(1);
+        if (drop) {
+            CHECK(out.empty());
+        } else {
+            REQUIRE(out.size() == 3);
+            for (std::size_t i = 0; i < 3; ++i) CHECK(bytes_of(out[i]) == frames[i]);  // unchanged
+        }
+        rig.free_all(out);
+        const auto st = rig.view();
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::BadMagic)] == 1);
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::ShortPacket)] == 1);
+        CHECK(st.malformed[static_cast<int>(proto::DecodeError::LengthMismatch)] == 1);
+        CHECK(st.malformed_total == 3);
+        CHECK(st.egress.malformed_dropped == (drop ? 3u : 0u));
+        CHECK(st.shesha_valid == 0);
+    }
+    CHECK(rig.finish());
+}
+
+TEST_CASE("a gradient from a non-member is never merged", "[pipeline]") {
+    const bool drop = GENERATE(false, true);
+    INFO("drop " << drop);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.non_member = drop ? core::NonMemberAction::Drop : core::NonMemberAction::ForwardUnmerged;
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    rig.start(cfg);
+    {
+        const frame::MacAddr learner = mac(0x50);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        rig.round(now);
+        // Member worker 1, then host 9 (not on the allow-list) with a compatible gradient.
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 1));
+        rig.round(now);
+        rig.inject(0, gradient_frame(9, learner, host_ip(0x50), 7, 1));
+        rig.round(now);
+        auto st = rig.view();
+        CHECK(st.egress.non_member == 1);
+        CHECK(st.egress.non_member_dropped == (drop ? 1u : 0u));
+        CHECK(st.ports[1].queue.merged == 0);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 1);
+        CHECK(st.ports[1].queue_depth == (drop ? 3u : 4u));
+
+        std::vector<Frame*> out;
+        for (int i = 0; i < 50 && out.size() < (drop ? 9u : 10u); ++i) {
+            now += kHz / 10;
+            rig.round(now);
+            for (Frame* m : rig.take(1)) out.push_back(m);
+        }
+        std::vector<std::uint32_t> workers;
+        for (Frame* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.contrib_count == 1);
+            workers.push_back(msg.hdr.worker_id);
+        }
+        CHECK(workers == (drop ? std::vector<std::uint32_t>{1} : std::vector<std::uint32_t>{1, 9}));
+        rig.free_all(out);
+    }
+    CHECK(rig.finish());
+}
+
+TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[pipeline]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.feedback = true;
+    cfg.feedback_interval_us = 1000;
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    cfg.ports[1].marking.depth_packets = 1;  // mark arrivals that find anything waiting
+    rig.start(cfg);
+    const frame::MacAddr p0_mac{0x02, 0xAA, 0, 0, 0, 0};
+    const frame::MacAddr learner = mac(0x50);
+    {
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x33)));
+        rig.round(now);
+        // Fillers 2..8 found packets waiting and were marked, but they are not gradients: no FEEDBACK.
+        REQUIRE(rig.take(0).empty());
+
+        const auto g = gradient_frame(1, learner, host_ip(0x50), 7, 3, 32);
+        rig.inject(0, g);
+        rig.round(now);
+        auto fb = rig.take(0);
+        REQUIRE(fb.size() == 1);
+        const auto f = bytes_of(fb[0]);
+        rig.free_all(fb);
+
+        // Ethernet: from p0's MAC back to worker 1.
+        CHECK(std::equal(f.begin(), f.begin() + 6, mac(1).begin()));
+        CHECK(std::memcmp(f.data() + 6, p0_mac.data(), 6) == 0);
+        CHECK(!std::equal(f.begin() + 6, f.begin() + 12, learner.begin()));
+        // IPv4/UDP: from the learner's address and the Shesha port to the worker's address and port.
+        const std::uint8_t* ip_hdr = f.data() + frame::kEthHeaderSize;
+        CHECK(be32(ip_hdr + 12) == host_ip(0x50));
+        CHECK(be32(ip_hdr + 16) == host_ip(1));
+        CHECK(be16(ip_hdr + 10) == frame::ipv4_header_checksum(ip_hdr, 20));
+        const std::uint8_t* udp = ip_hdr + 20;
+        CHECK(be16(udp) == proto::kDefaultUdpPort);
+        CHECK(be16(udp + 2) == kWorkerPort);
+        CHECK(be16(udp + 6) == frame::udp_checksum(ip_hdr, udp, be16(udp + 4)));
+
+        proto::Message msg;
+        REQUIRE(proto::decode({f.data() + frame::kUdpPayloadOffset, f.size() - frame::kUdpPayloadOffset}, msg) ==
+                proto::DecodeError::Ok);
+        CHECK(msg.hdr.type == proto::MsgType::Feedback);
+        CHECK(msg.hdr.cluster_id == 7);
+        CHECK(msg.hdr.worker_id == 1);
+        CHECK(msg.hdr.chunk_index == 3);
+        CHECK(msg.hdr.seq == 101);
+        proto::FeedbackBody body;
+        REQUIRE(proto::decode_feedback(msg.payload, body));
+        CHECK(body.port_id == 1);
+        CHECK(body.queue_capacity == 64);
+        CHECK(body.queue_depth == 3);  // two fillers + the gradient
+        CHECK(body.queue_bytes == 2 * 1400 + g.size());
+        CHECK(body.drops == 0);
+        CHECK(body.sojourn_us == (2 * 1424 + g.size() + 24) * 8);  // backlog wire time at 1 Mbit/s
+
+        // Same sender within the interval: suppressed. Another sender: its own FEEDBACK.
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 0, 32));
+        rig.round(now);
+        CHECK(rig.take(0).empty());
+        rig.inject(0, gradient_frame(2, learner, host_ip(0x50), 7, 0, 32));
+        rig.round(now);
+        fb = rig.take(0);
+        REQUIRE(fb.size() == 1);
+        CHECK(be32(fb[0]->bytes.data() + frame::kEthHeaderSize + 16) == host_ip(2));
+        rig.free_all(fb);
+        // After the interval, worker 1 hears again.
+        now += kHz / 500;  // 2 ms; the shaper sends a little meanwhile, the queue stays congested
+        rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 1, 32));
+        rig.round(now);
+        fb = rig.take(0);
+        CHECK(fb.size() == 1);
+        rig.free_all(fb);
+
+        const auto st = rig.view();
+        CHECK(st.egress.feedback_sent == 3);
+        CHECK(st.egress.feedback_suppressed == 1);
+        CHECK(st.egress.feedback_failed == 0);
+        rig.free_all(rig.take(1));
+    }
+    CHECK(rig.finish());
+}
+
+TEST_CASE("tx_contributions counts each gradient's contrib_count, merged or not, and nothing for other frames", "[pipeline]") {
+    const bool aggregation = GENERATE(false, true);
+    INFO("aggregation " << aggregation);
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.aggregation = aggregation;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        // A member's sender-merged gradient of 3 updates, a non-member's of 2, one plain gradient
+        // of another (unknown) cluster, 5 plain frames and a CREDIT-like control message.
+        auto member = gradient_header(7, 0, 1, 64);
+        member.contrib_count = 3;
+        member.flags = proto::flag::kSenderMerged;
+        rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort, gradient_payload(member)));
+        auto outsider = gradient_header(7, 1, 9, 64);
+        outsider.contrib_count = 2;
+        outsider.flags = proto::flag::kSenderMerged;
+        rig.inject(0, udp_frame(mac(9), learner, host_ip(9), learner_ip, proto::kDefaultUdpPort, gradient_payload(outsider)));
+        rig.inject(0, gradient_frame(2, learner, learner_ip, 99, 0));
+        for (int i = 0; i < 5; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(i + 1)));
+        rig.round(now);
+        rig.round(now + 1);
+        const auto out = rig.take(1);
+        CHECK(out.size() == 8);
+        rig.free_all(out);
+        const auto st = rig.view();
+        CHECK(st.ports[1].tx.packets == 8);
+        CHECK(st.ports[1].tx.contributions == 3 + 2 + 1);
+    }
+    CHECK(rig.finish());
+}
+
+TEST_CASE("a MAC@IP member binding refuses a non-member that borrows a member's IP", "[pipeline]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.clusters[0].member_ips.clear();
+    cfg.clusters[0].member_bindings = {{mac(1), host_ip(1)}, {mac(2), host_ip(2)}};
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;  // six fillers leave, the rest wait and may merge
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        rig.round(now);
+        REQUIRE(rig.view().ports[1].queue_depth == 2);
+        // Member 1 (its own MAC and IP), then host 9 sending with member 1's IP, then member 2.
+        rig.inject(0, gradient_frame(1, learner, learner_ip, 7, 1));
+        rig.round(now);
+        rig.inject(0, udp_frame(mac(9), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort,
+                                gradient_payload(gradient_header(7, 1, 9, 64))));
+        rig.round(now);
+        rig.inject(0, gradient_frame(2, learner, learner_ip, 7, 1));
+        rig.round(now);
+        const auto st = rig.view();
+        CHECK(st.egress.non_member == 1);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 2);
+        CHECK(st.ports[1].queue.merged == 1);  // member 2 into member 1, never the borrower
+        CHECK(st.ports[1].queue_depth == 4);   // 2 fillers, member 1 (+2), the borrower's
+    }
+}
+
+TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]") {
+    // Three ports: p0 the workers' side, p1 the learner (shaped, 64-packet queue: merges and tail
+    // drops), p2 a host on a small-mtu port (frames too big for it). Malformed frames and
+    // non-members are dropped by configuration; a frame to a MAC learned on its own ingress port is
+    // filtered; broadcasts flood (one extra copy each with three ports).
+    Rig rig(3);
+    core::SwitchConfig cfg = rig.config();
+    cfg.malformed = core::MalformedAction::Drop;
+    cfg.non_member = core::NonMemberAction::Drop;
+    cfg.ports[1].shaper.rate_bps = 10'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    cfg.ports[2].mtu = 576;
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50), host = mac(0x60);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    std::uint64_t now = kHz;
+    {
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));  // floods to p0 and p2
+        rig.inject(2, l2_frame(host, kBroadcast, 0));     // floods to p0 and p1
+        rig.inject(0, l2_frame(mac(1), kBroadcast, 0));   // floods to p1 and p2: mac(1) learned on p0
+        rig.round(now);
+        for (int round = 0; round < 6; ++round) {
+            for (int i = 0; i < 12; ++i)  // fillers toward the learner: the queue fills, then tail drops
+                rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                        std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+            for (int w = 1; w <= 4; ++w) rig.inject(0, gradient_frame(static_cast<std::uint8_t>(w), learner, learner_ip, 7, round % 4));
+            rig.inject(0, gradient_frame(9, learner, learner_ip, 7, 0));  // a non-member: dropped
+            auto bad = gradient_payload(gradient_header(7, 0, 1, 16));
+            bad[0] = 0x12;
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, proto::kDefaultUdpPort, bad));  // malformed
+            rig.inject(0, l2_frame(mac(2), mac(1), 9));       // to a station behind p0 itself: filtered
+            rig.inject(0, udp_frame(mac(1), host, host_ip(1), host_ip(0x60), 9999,
+                                    std::vector<std::uint8_t>(1000, 0x22)));  // too big for p2's mtu 576
+            rig.round(now);
+            rig.free_all(rig.take(0));
+            rig.free_all(rig.take(1));
+            rig.free_all(rig.take(2));
+        }
+        for (int i = 0; i < 200; ++i) {  // let the shaped port drain
+            now += kHz / 100;
+            rig.round(now);
+            for (std::size_t p = 0; p < 3; ++p) rig.free_all(rig.take(p));
+        }
+        const auto st = rig.view();
+        std::uint64_t received = 0, copies = 0, sent = 0, merged = 0, tail_dropped = 0, filtered = 0, too_big = 0,
+                      waiting = 0;
+        for (const auto& p : st.ports) {
+            received += p.rx_packets;
+            copies += p.tx.flooded;  // three ports: each flood makes one copy beyond the original
+            sent += p.tx.packets;
+            merged += p.queue.merged;
+            tail_dropped += p.queue.dropped;
+            filtered += p.tx.filtered;
+            too_big += p.tx.too_big;
+            waiting += p.queue_depth + p.tx_pending;
+        }
+        const std::uint64_t dropped_by_policy = st.egress.malformed_dropped + st.egress.non_member_dropped;
+        INFO("received " << received << " copies " << copies << " sent " << sent << " merged " << merged << " tail "
+                         << tail_dropped << " filtered " << filtered << " too_big " << too_big << " policy "
+                         << dropped_by_policy << " waiting " << waiting << " clone_failed " << st.egress.clone_failed);
+        CHECK(received == 3 + 6 * 20);
+        CHECK(merged > 0);
+        CHECK(tail_dropped > 0);
+        CHECK(too_big == 6);
+        CHECK(filtered == 6);
+        CHECK(dropped_by_policy == 12);
+        CHECK(st.egress.clone_failed == 0);
+        CHECK(waiting == 0);
+        CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy);
+    }
+    CHECK(rig.finish());
+}
