@@ -346,12 +346,17 @@ TEST_CASE("version tolerance decides merges; the merged version is the oldest", 
         s.version = 9;
         CHECK(q.enqueue(pool.gradient(s).arrival, 1).status == EnqueueStatus::Merged);
         CHECK(w.decoded().hdr.model_version == 9);
-        s.version = 8;  // within 1 of the merged packet's version 9, 2 away from the original 10
+        // Within 1 of the merged packet's version 9, but 2 away from its newest contribution 10:
+        // merging would spread the packet over versions 8..10, beyond the tolerance.
+        s.version = 8;
+        Packet& w8 = pool.gradient(s);
+        CHECK(q.enqueue(w8.arrival, 1).status == EnqueueStatus::Queued);
+        CHECK(w.decoded().hdr.model_version == 9);
+        CHECK(w.decoded().hdr.contrib_count == 2);
+        s.version = 10;  // spread 9..10 with the first packet: merges there, not into 8
         CHECK(q.enqueue(pool.gradient(s).arrival, 1).status == EnqueueStatus::Merged);
-        CHECK(w.decoded().hdr.model_version == 8);
         CHECK(w.decoded().hdr.contrib_count == 3);
-        s.version = 10;  // now 2 away from 8
-        CHECK(q.enqueue(pool.gradient(s).arrival, 1).status == EnqueueStatus::Queued);
+        CHECK(w8.decoded().hdr.contrib_count == 1);
         CHECK(q.depth() == 2);
     }
     SECTION("the exact version is preferred over a neighbour") {
@@ -371,6 +376,32 @@ TEST_CASE("version tolerance decides merges; the merged version is the oldest", 
         CHECK(q.enqueue(pool.gradient(s).arrival, 1).status == EnqueueStatus::Merged);
         CHECK(w.decoded().hdr.contrib_count == 1);  // 26 merged into 27, the nearer one
     }
+}
+
+TEST_CASE("version tolerance bounds the spread of a merged packet: max - min <= tolerance", "[queue]") {
+    // Issue 11: with tolerance 2 a merged packet was seen carrying versions 100 and 103, because
+    // each arrival was compared only with the waiting packet's current minimum.
+    Pool pool;
+    AggregatingQueue q(config());
+    GradSpec s;
+    s.tolerance = 2;
+    s.version = 100;
+    Packet& first = pool.gradient(s);
+    REQUIRE(q.enqueue(first.arrival, 0).status == EnqueueStatus::Queued);
+    s.version = 102;  // spread 100..102
+    CHECK(q.enqueue(pool.gradient(s).arrival, 0).status == EnqueueStatus::Merged);
+    s.version = 103;  // would spread 100..103: waits on its own
+    Packet& late = pool.gradient(s);
+    CHECK(q.enqueue(late.arrival, 0).status == EnqueueStatus::Queued);
+    s.version = 101;  // 100..102 still: joins the first packet (the nearer key 100, d = 1)
+    CHECK(q.enqueue(pool.gradient(s).arrival, 0).status == EnqueueStatus::Merged);
+    s.version = 98;   // would spread 98..102 with the first, 98..103 with the late one
+    CHECK(q.enqueue(pool.gradient(s).arrival, 0).status == EnqueueStatus::Queued);
+    CHECK(first.decoded().hdr.contrib_count == 3);
+    CHECK(first.decoded().hdr.model_version == 100);
+    CHECK(late.decoded().hdr.contrib_count == 1);
+    CHECK(q.depth() == 3);
+    CHECK(q.stats().merged == 2);
 }
 
 TEST_CASE("versions near 0 and UINT32_MAX do not wrap around", "[queue]") {

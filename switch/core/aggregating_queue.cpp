@@ -49,6 +49,7 @@ constexpr std::uint8_t kMarked = 4;     // congestion-marked by this queue (at m
 struct MergeInfo {
     std::uint32_t dst_ip;
     std::uint32_t model_version;  // current header value (the minimum over its contributions)
+    std::uint32_t max_version;    // the newest contribution's version: max - min stays <= tolerance
     std::uint16_t cluster_id;
     std::uint16_t chunk_index;
     std::uint16_t elem_count;
@@ -191,6 +192,10 @@ struct AggregatingQueue::Impl {
                 const Slot& e = at(seq);
                 const MergeInfo& m = info_at(seq);
                 if (!(e.flags & kMergeable) || m.dst_ip != a.dst_ip) continue;
+                // The spread of versions inside one merged packet stays within the tolerance: each
+                // arrival is compared with the oldest and the newest contribution, not only with
+                // the packet's current (minimum) version, so tolerance 2 never chains 100 to 103.
+                if (std::max(m.max_version, a.model_version) - std::min(m.model_version, a.model_version) > tol) continue;
                 if (m.elem_count != a.elem_count || e.frame_len != a.frame_len ||
                     e.shesha_offset != a.shesha_offset ||
                     std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
@@ -218,6 +223,7 @@ struct AggregatingQueue::Impl {
         const std::uint8_t arriving_flags = proto::inplace::flags(ap);
         proto::inplace::set_flags(wp, proto::inplace::flags(wp) | proto::flag::kMerged |
                                           (arriving_flags & proto::flag::kCongestionExperienced));
+        m.max_version = std::max(m.max_version, a.model_version);
         if (a.model_version < m.model_version) {
             // The merged update is as old as its oldest contribution; re-key it under that version.
             index_erase(make_key(m.cluster_id, m.chunk_index, m.model_version), seq);
@@ -269,7 +275,7 @@ struct AggregatingQueue::Impl {
                  a.frame_len,    arriving_contrib, a.l3_offset,
                  a.l4_offset,    a.shesha_offset,  can_merge ? kMergeable : std::uint8_t{0}};
         if (can_merge) [[unlikely]] {
-            info_at(seq) = MergeInfo{a.dst_ip, a.model_version, a.cluster_id, a.chunk_index, a.elem_count};
+            info_at(seq) = MergeInfo{a.dst_ip, a.model_version, a.model_version, a.cluster_id, a.chunk_index, a.elem_count};
             // The newest packet of a key becomes its merge target: it is the one waiting longest from now.
             index_put(make_key(a.cluster_id, a.chunk_index, a.model_version), seq);
             e.flags |= kIndexed;
