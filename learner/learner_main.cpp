@@ -22,7 +22,8 @@
 #include "a3c_trainer.h"
 #include "checkpoint.h"
 #include "cluster_config.h"
-#include "json_writer.h"
+#include "json_io.h"
+#include "log_level.h"
 #include "learner_core.h"
 #include "learner_prometheus.h"
 #include "prometheus.h"
@@ -149,116 +150,100 @@ struct RunSummary {
 
 std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTracker& aom, const RunSummary& s,
                          double wall_s, bool final) {
-    tools::JsonWriter j;
-    j.begin_object();
-    j.field("cluster_id", std::uint64_t{o.cluster});
-    j.field("incarnation", core.incarnation());
-    j.field("final", final);
-    j.field("wall_seconds", wall_s);
-    j.field("version", core.version());
-    j.field("resumed_version", s.resumed_version);
-    j.field("env_steps", core.env_steps());
-    j.begin_object("eval");
-    j.field("count", s.evaluations);
-    j.field("last_mean_return", s.last_eval_mean);
-    j.field("last_min_return", s.last_eval_min);
-    j.field("last_version", s.last_eval_version);
-    j.field("best_mean_return", s.best_eval_mean);
-    j.end_object();
-    j.begin_object("target");
-    if (o.target) j.field("return", *o.target);
-    j.field("reached", s.target_reached);
-    j.field("seconds", s.seconds_to_target);
-    j.field("env_steps", s.env_steps_to_target);
-    j.end_object();
+    json::Json j = json::Json::object();
+    j["cluster_id"] = std::uint64_t{o.cluster};
+    j["incarnation"] = core.incarnation();
+    j["final"] = final;
+    j["wall_seconds"] = wall_s;
+    j["version"] = core.version();
+    j["resumed_version"] = s.resumed_version;
+    j["env_steps"] = core.env_steps();
+    j["eval"] = json::Json::object();
+    j["eval"]["count"] = s.evaluations;
+    j["eval"]["last_mean_return"] = s.last_eval_mean;
+    j["eval"]["last_min_return"] = s.last_eval_min;
+    j["eval"]["last_version"] = s.last_eval_version;
+    j["eval"]["best_mean_return"] = s.best_eval_mean;
+    j["target"] = json::Json::object();
+    if (o.target) j["target"]["return"] = *o.target;
+    j["target"]["reached"] = s.target_reached;
+    j["target"]["seconds"] = s.seconds_to_target;
+    j["target"]["env_steps"] = s.env_steps_to_target;
     const LearnerCounters& c = core.counters();
     const transport::ReassemblerStats& r = core.reassembler_stats();
-    j.begin_object("chunks");
-    j.field("received", c.gradient_chunks);
-    j.field("applied", c.chunks_applied);
-    j.field("contributions", c.contributions_applied);
-    j.field("optimizer_steps", c.optimizer_steps);
-    j.field("steps_capped", c.steps_capped);
-    j.field("merged", c.merged_chunks);
-    j.field("sender_merged", c.sender_merged_chunks);
-    j.field("ce_marked", c.ce_chunks);
-    j.field("version_ahead", c.version_ahead);
-    j.field("clipped", c.chunks_clipped);
-    j.field("rejected_total", r.rejected_total() + c.rejected_total());
-    j.begin_object("rejected");
+    j["chunks"] = json::Json::object();
+    j["chunks"]["received"] = c.gradient_chunks;
+    j["chunks"]["applied"] = c.chunks_applied;
+    j["chunks"]["contributions"] = c.contributions_applied;
+    j["chunks"]["optimizer_steps"] = c.optimizer_steps;
+    j["chunks"]["steps_capped"] = c.steps_capped;
+    j["chunks"]["merged"] = c.merged_chunks;
+    j["chunks"]["sender_merged"] = c.sender_merged_chunks;
+    j["chunks"]["ce_marked"] = c.ce_chunks;
+    j["chunks"]["version_ahead"] = c.version_ahead;
+    j["chunks"]["clipped"] = c.chunks_clipped;
+    j["chunks"]["rejected_total"] = r.rejected_total() + c.rejected_total();
+    j["chunks"]["rejected"] = json::Json::object();
     for (std::size_t i = 1; i < transport::kApplyResultCount; ++i)
-        j.field(tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i))), r.rejected[i]);
-    j.field("too_stale", c.rejected_too_stale);
-    j.field("too_new", c.rejected_too_new);
-    j.field("magnitude", c.rejected_magnitude);
-    j.field("rolled_back", c.steps_rolled_back);
-    j.end_object();
-    j.end_object();
-    j.field("datagrams", c.datagrams);
-    j.begin_object("decode_errors");
-    j.field("total", c.decode_errors_total);
+        j["chunks"]["rejected"][tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i)))] = r.rejected[i];
+    j["chunks"]["rejected"]["too_stale"] = c.rejected_too_stale;
+    j["chunks"]["rejected"]["too_new"] = c.rejected_too_new;
+    j["chunks"]["rejected"]["magnitude"] = c.rejected_magnitude;
+    j["chunks"]["rejected"]["rolled_back"] = c.steps_rolled_back;
+    j["datagrams"] = c.datagrams;
+    j["decode_errors"] = json::Json::object();
+    j["decode_errors"]["total"] = c.decode_errors_total;
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j.field(tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i))), c.decode_errors[static_cast<std::size_t>(i)]);
-    j.end_object();
-    j.field("unexpected_type", c.unexpected_type);
-    j.field("not_admitted", c.not_admitted);
+        j["decode_errors"][tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c.decode_errors[static_cast<std::size_t>(i)];
+    j["unexpected_type"] = c.unexpected_type;
+    j["not_admitted"] = c.not_admitted;
     aom.advance(tools::realtime_ns());
-    j.begin_object("aom");
-    j.field("samples", aom.samples());
-    j.field("mean_ms", aom.mean_ns() / 1e6);
-    j.field("peak_ms", static_cast<double>(aom.peak_ns()) / 1e6);
-    j.end_object();
+    j["aom"] = json::Json::object();
+    j["aom"]["samples"] = aom.samples();
+    j["aom"]["mean_ms"] = aom.mean_ns() / 1e6;
+    j["aom"]["peak_ms"] = static_cast<double>(aom.peak_ns()) / 1e6;
     const StalenessStats& st = core.staleness();
-    j.begin_object("staleness");
-    j.field("count", st.count);
-    j.field("mean", st.mean());
-    j.field("max", st.max);
-    j.begin_array("histogram");
-    for (std::uint64_t n : st.histogram) j.field("", n);
-    j.end_array();
-    j.end_object();
-    j.begin_object("credits");
-    j.field("messages", c.credit_messages);
-    j.field("units", c.credit_units);
-    j.field("echoes", core.planner_stats().echoes);
-    j.field("unknown_worker", core.planner_stats().unknown_worker);
-    j.end_object();
-    j.begin_object("model");
-    j.field("versions_published", c.versions_published);
-    j.field("chunks_sent", c.model_chunks_sent);
-    j.field("rebroadcasts", c.rebroadcasts);
-    j.field("requests", c.model_requests);
-    j.field("requests_rate_limited", c.model_requests_rate_limited);
-    j.field("foreign_requests", c.foreign_requests);
-    j.field("withheld", c.models_withheld);
-    j.end_object();
-    j.begin_object("workers");
-    j.field("expected", std::uint64_t{o.workers_expected});
-    j.field("known", std::uint64_t{core.workers().size()});
-    j.field("active", std::uint64_t{core.active_workers()});
-    j.field("expired", c.workers_expired);
-    j.field("overflow", c.workers_overflow);
-    j.begin_array("list");
+    j["staleness"] = json::Json::object();
+    j["staleness"]["count"] = st.count;
+    j["staleness"]["mean"] = st.mean();
+    j["staleness"]["max"] = st.max;
+    j["staleness"]["histogram"] = json::Json::array();
+    for (std::uint64_t n : st.histogram) j["staleness"]["histogram"].push_back(n);
+    j["credits"] = json::Json::object();
+    j["credits"]["messages"] = c.credit_messages;
+    j["credits"]["units"] = c.credit_units;
+    j["credits"]["echoes"] = core.planner_stats().echoes;
+    j["credits"]["unknown_worker"] = core.planner_stats().unknown_worker;
+    j["model"] = json::Json::object();
+    j["model"]["versions_published"] = c.versions_published;
+    j["model"]["chunks_sent"] = c.model_chunks_sent;
+    j["model"]["rebroadcasts"] = c.rebroadcasts;
+    j["model"]["requests"] = c.model_requests;
+    j["model"]["requests_rate_limited"] = c.model_requests_rate_limited;
+    j["model"]["foreign_requests"] = c.foreign_requests;
+    j["model"]["withheld"] = c.models_withheld;
+    j["workers"] = json::Json::object();
+    j["workers"]["expected"] = std::uint64_t{o.workers_expected};
+    j["workers"]["known"] = std::uint64_t{core.workers().size()};
+    j["workers"]["active"] = std::uint64_t{core.active_workers()};
+    j["workers"]["expired"] = c.workers_expired;
+    j["workers"]["overflow"] = c.workers_overflow;
+    j["workers"]["list"] = json::Json::array();
     for (const WorkerInfo& w : core.workers()) {
-        j.begin_object();
-        j.field("id", w.id);
-        j.field("endpoint", tools::format_endpoint(w.addr));
-        j.field("active", w.active);
-        j.field("chunks_applied", w.chunks_applied);
-        j.field("env_steps_reported", w.env_steps_latest);
-        j.end_object();
+        json::Json& item = j["workers"]["list"].emplace_back(json::Json::object());
+        item["id"] = w.id;
+        item["endpoint"] = tools::format_endpoint(w.addr);
+        item["active"] = w.active;
+        item["chunks_applied"] = w.chunks_applied;
+        item["env_steps_reported"] = w.env_steps_latest;
     }
-    j.end_array();
-    j.end_object();
-    j.begin_object("checkpoints");
-    j.field("written", s.checkpoints_written);
-    j.field("last_version", s.last_checkpoint_version);
-    j.field("errors", s.checkpoint_errors);
-    j.end_object();
-    j.field("send_errors", s.send_errors);
-    j.field("receive_errors", s.receive_errors);
-    j.end_object();
-    return j.str();
+    j["checkpoints"] = json::Json::object();
+    j["checkpoints"]["written"] = s.checkpoints_written;
+    j["checkpoints"]["last_version"] = s.last_checkpoint_version;
+    j["checkpoints"]["errors"] = s.checkpoint_errors;
+    j["send_errors"] = s.send_errors;
+    j["receive_errors"] = s.receive_errors;
+    return json::pretty(j);
 }
 
 int run(const Options& o) {
@@ -266,7 +251,7 @@ int run(const Options& o) {
     try {
         config = drl::load_cluster_config(o.config_path);
     } catch (const drl::ConfigError& e) {
-        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return kExitUsage;
     }
     const auto bind_ip = tools::parse_ipv4(o.bind);
@@ -279,7 +264,7 @@ int run(const Options& o) {
     auto model = rl::ActorCritic::create(
         config.model, worker::envs::derive_worker_seed(config.seed, drl::kInitialWeightsStream), &error);
     if (!model) {
-        fmt::print(stderr, "shesha-learner: {}: model: {}\n", o.config_path, error);
+        spdlog::error("{}: model: {}", o.config_path, error);
         return kExitUsage;
     }
     std::vector<float> initial(model->parameter_count());
@@ -289,24 +274,24 @@ int run(const Options& o) {
     if (!o.resume.empty()) {
         std::string env_name;
         if (!load_checkpoint(o.resume, resumed, env_name, error)) {
-            fmt::print(stderr, "shesha-learner: --resume: {}\n", error);
+            spdlog::error("--resume: {}", error);
             return kExitUsage;
         }
         if (env_name != config.model.env_name || resumed.cluster_id != cluster_id) {
-            fmt::print(stderr, "shesha-learner: --resume: {} holds cluster {} on {}, not cluster {} on {}\n", o.resume,
+            spdlog::error("--resume: {} holds cluster {} on {}, not cluster {} on {}", o.resume,
                        resumed.cluster_id, env_name, cluster_id, config.model.env_name);
             return kExitUsage;
         }
     }
     if (!o.prometheus_textfile.empty() && !prom::check_textfile_path(o.prometheus_textfile, error)) {
-        fmt::print(stderr, "shesha-learner: --prometheus-textfile: {}\n", error);
+        spdlog::error("--prometheus-textfile: {}", error);
         return kExitUsage;
     }
     if (!o.metrics_dir.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(o.metrics_dir, ec);
         if (ec) {
-            fmt::print(stderr, "shesha-learner: --metrics-dir {}: {}\n", o.metrics_dir, ec.message());
+            spdlog::error("--metrics-dir {}: {}", o.metrics_dir, ec.message());
             return kExitUsage;
         }
     }
@@ -323,7 +308,7 @@ int run(const Options& o) {
     try {
         endpoint = std::make_unique<LearnerEndpoint>(lo);
     } catch (const Error& e) {
-        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return kExitMissed;
     }
     LearnerCore& core = *static_cast<LearnerCore*>(endpoint->native_core());
@@ -333,7 +318,7 @@ int run(const Options& o) {
     const std::uint32_t incarnation = core.incarnation();
     if (!o.resume.empty()) {
         if (!core.restore(resumed, error)) {
-            fmt::print(stderr, "shesha-learner: --resume {}: {}\n", o.resume, error);
+            spdlog::error("--resume {}: {}", o.resume, error);
             return kExitUsage;
         }
         summary.resumed_version = resumed.version;
@@ -352,7 +337,7 @@ int run(const Options& o) {
         const std::string path = o.metrics_dir + "/learner.csv";
         csv = std::fopen(path.c_str(), "w");
         if (csv == nullptr) {
-            fmt::print(stderr, "shesha-learner: cannot write {}\n", path);
+            spdlog::error("cannot write {}", path);
             return kExitUsage;
         }
         std::fprintf(csv, "wall_seconds,env_steps,version,eval_mean_return,eval_min_return,chunks_applied,"
@@ -377,7 +362,7 @@ int run(const Options& o) {
         std::string err;
         if (!tools::write_text_file(o.metrics_dir + "/learner.json",
                                     summary_json(o, core, core.aom(), summary, wall(), final), err))
-            fmt::print(stderr, "shesha-learner: {}\n", err);
+            spdlog::warn("{}", err);
     };
     const std::uint64_t prom_period = static_cast<std::uint64_t>(o.prometheus_interval_s * 1e9);
     std::uint64_t next_prom = start_mono;  // the first file right away: the learner is up
@@ -405,7 +390,7 @@ int run(const Options& o) {
             prom_error_logged = false;
             return true;
         }
-        if (!prom_error_logged) fmt::print(stderr, "shesha-learner: prometheus textfile: {}\n", err);
+        if (!prom_error_logged) spdlog::warn("prometheus textfile: {}", err);
         prom_error_logged = true;  // once per failure streak
         return false;
     };
@@ -418,7 +403,7 @@ int run(const Options& o) {
             summary.last_checkpoint_version = state.version;
         } else {
             ++summary.checkpoint_errors;
-            fmt::print(stderr, "shesha-learner: checkpoint: {}\n", err);
+            spdlog::warn("checkpoint: {}", err);
         }
     };
 
@@ -524,6 +509,8 @@ int main(int argc, char** argv) {
     app.add_option("--prometheus-interval", o.prometheus_interval_s, "seconds between textfile updates (default 5)")
         ->check(CLI::Range(0.1, 86400.0))
         ->needs(prom_file);
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -531,10 +518,11 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "shesha-learner: {}\n", e.what());
         return shesha::learner::kExitUsage;
     }
+    shesha::logging::init("shesha-learner", log_level);
     try {
         return shesha::learner::run(o);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "shesha-learner: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return shesha::learner::kExitMissed;
     }
 }

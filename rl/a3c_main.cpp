@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "log_level.h"
 #include "a3c_trainer.h"
 
 namespace {
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     app.add_option("--max-grad-norm", config.loss.max_grad_norm, "gradient clipping norm, 0 = none")->capture_default_str();
     app.add_flag("--quiet", quiet, "no progress lines");
 
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "shesha-a3c: %s\n", e.what());
         return kUsageError;
     }
+    shesha::logging::init("shesha-a3c", log_level);
     config.target = target;
     config.model.activation = activation == "relu" ? Activation::Relu : Activation::Tanh;
     const std::map<std::string, OptimizerKind> optimizers{
@@ -100,7 +104,7 @@ int main(int argc, char** argv) {
         std::fclose(csv);
     }
     if (!result.error.empty()) {
-        std::fprintf(stderr, "shesha-a3c: %s\n", result.error.c_str());
+        spdlog::error("{}", result.error);
         return kUsageError;
     }
     std::printf("env %s  workers %zu  %s  parameters %zu  steps %llu  updates %llu  time %.1f s\n",

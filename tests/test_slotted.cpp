@@ -213,4 +213,17 @@ TEST_CASE("replay files: parsed, and errors name the key") {
     }
     CHECK(error_of("[1, 2]").find("expected a JSON object") != std::string::npos);
     CHECK(error_of("{\"property\": ").find("not a counterexample file") != std::string::npos);
+    // Damaged files: the file named first, then what is wrong (nlohmann-json's own words for syntax).
+    CHECK(error_of("{\"property\": ").starts_with("x.json: not a counterexample file: not valid JSON: parse error at line 1"));
+    CHECK(error_of("").starts_with("x.json: not a counterexample file: not valid JSON: "));
+    std::string t = kReplay;
+    t.replace(t.find("[0, 0]"), 6, "[0, \"x\"]");
+    CHECK(error_of(t) == "x.json: key steps[1].send: wrong type");
+    t = kReplay;
+    t.replace(t.find("\"clusters\": 2"), 13, "\"clusters\": 2.5");
+    CHECK(error_of(t) == "x.json: key model.clusters: wrong type");
+    t = kReplay;
+    t.replace(t.find("\"feedback\": true"), 16, "\"feedback\": 1");
+    CHECK(error_of(t) == "x.json: key model.feedback: wrong type");
+    CHECK(error_of(std::string(kReplay) + "}").find("x.json: not a counterexample file: not valid JSON") == 0);
 }

@@ -3,16 +3,17 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "aom_tracker.h"
-#include "json_writer.h"
+#include "json_io.h"
 #include "latency_histogram.h"
 #include "tool_util.h"
 
 using shesha::tools::AomTracker;
-using shesha::tools::JsonWriter;
 using shesha::tools::LatencyHistogram;
 using shesha::tools::VersionPattern;
 
@@ -123,21 +124,18 @@ TEST_CASE("AoM closed form equals sampling every millisecond") {
     REQUIRE(aom.mean_ns() == Approx(sum / static_cast<double>(n)).epsilon(1e-12));
 }
 
-TEST_CASE("JSON writer output") {
-    JsonWriter j;
-    j.begin_object();
-    j.field("name", "a\"b\\c\n");
-    j.field("n", std::uint64_t{18446744073709551615ull});
-    j.field("neg", std::int64_t{-3});
-    j.field("x", 0.25);
-    j.field("nan", std::nan(""));
-    j.field("ok", true);
-    j.begin_array("list");
-    j.begin_object().field("id", 1).end_object();
-    j.end_array();
-    j.begin_object("empty").end_object();
-    j.end_object();
-    REQUIRE(j.str() ==
+TEST_CASE("JSON output: escaping, 64-bit integers, non-finite doubles as null, layout") {
+    // The tools' summaries (json::pretty): one value per line, two-space indentation.
+    shesha::json::Json j;
+    j["name"] = "a\"b\\c\n";
+    j["n"] = std::uint64_t{18446744073709551615ull};
+    j["neg"] = std::int64_t{-3};
+    j["x"] = 0.25;
+    j["nan"] = std::nan("");
+    j["ok"] = true;
+    j["list"] = shesha::json::Json::array({{{"id", 1}}});
+    j["empty"] = shesha::json::Json::object();
+    REQUIRE(shesha::json::pretty(j) ==
             "{\n"
             "  \"name\": \"a\\\"b\\\\c\\n\",\n"
             "  \"n\": 18446744073709551615,\n"
@@ -152,9 +150,53 @@ TEST_CASE("JSON writer output") {
             "  ],\n"
             "  \"empty\": {}\n"
             "}\n");
-    std::string esc;
-    JsonWriter::append_escaped(esc, std::string_view("\x01", 1));
-    REQUIRE(esc == "\"\\u0001\"");
+    REQUIRE(shesha::json::pretty(shesha::json::Json(std::string("\x01", 1))) == "\"\\u0001\"\n");
+    REQUIRE(shesha::json::pretty(shesha::json::Json(std::numeric_limits<double>::infinity())) == "null\n");
+    // Invalid UTF-8 never throws: replaced.
+    REQUIRE_NOTHROW(shesha::json::pretty(shesha::json::Json(std::string("\xff"))));
+
+    // json::rows: one line per record, arrays of objects expanded.
+    shesha::json::Json r;
+    r["schema"] = "s";
+    r["model"] = {{"a", 1}, {"b", {1, 2}}};
+    r["steps"] = {{{"t", 0}, {"send", {2, 2}}}, {{"t", 1}, {"send", {0, 0}}}};
+    REQUIRE(shesha::json::rows(r) ==
+            "{\n"
+            "  \"schema\": \"s\",\n"
+            "  \"model\": {\"a\": 1, \"b\": [1, 2]},\n"
+            "  \"steps\": [\n"
+            "    {\"t\": 0, \"send\": [2, 2]},\n"
+            "    {\"t\": 1, \"send\": [0, 0]}\n"
+            "  ]\n"
+            "}\n");
+    REQUIRE(shesha::json::fixed(1.23456, 3) == 1.235);
+    REQUIRE(shesha::json::significant(1234567.0, 6) == 1234570.0);
+}
+
+TEST_CASE("JSON input: errors name the source and the key") {
+    using shesha::json::Json;
+    auto message = [](auto&& f) {
+        try {
+            f();
+        } catch (const shesha::json::Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(message([] { shesha::json::parse("{\"a\": ", "f.json"); }).starts_with("f.json: not valid JSON: "));
+    CHECK(message([] { shesha::json::parse_file("/nonexistent/f.json"); })
+              .starts_with("/nonexistent/f.json: cannot read the file"));
+    const Json j = shesha::json::parse(R"({"a": {"n": 3, "s": "x", "neg": -1, "f": 2.5, "v": [1, 2]}})", "f.json");
+    CHECK(shesha::json::required<int>(j["a"], "n", "a.") == 3);
+    CHECK(shesha::json::required<double>(j["a"], "n", "a.") == 3.0);
+    CHECK(shesha::json::required<std::vector<int>>(j["a"], "v", "a.") == std::vector<int>{1, 2});
+    CHECK(!shesha::json::optional<int>(j["a"], "missing", "a."));
+    CHECK(message([&] { shesha::json::required<int>(j["a"], "missing", "a."); }) == "missing key a.missing");
+    CHECK(message([&] { shesha::json::required<int>(j["a"], "s", "a."); }) == "key a.s: wrong type");
+    CHECK(message([&] { shesha::json::required<int>(j["a"], "f", "a."); }) == "key a.f: wrong type");
+    CHECK(message([&] { shesha::json::required<unsigned>(j["a"], "neg", "a."); }) == "key a.neg: wrong type");
+    CHECK(message([&] { shesha::json::required<std::uint8_t>(j["a"], "n", "a."); }) == "no error");
+    CHECK(message([&] { shesha::json::optional<bool>(j["a"], "n", "a."); }) == "key a.n: wrong type");
 }
 
 TEST_CASE("version pattern parsing and base version") {

@@ -3,6 +3,7 @@
 // CreditSender, and agrees with the real code step by step on random workloads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -335,4 +336,35 @@ TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {
     std::filesystem::remove_all(tmp);
     // A cluster YAML the worker would reject is rejected here too (good.yaml is not a cluster YAML).
     CHECK(error_of("worker_configs: [good.yaml]").find("worker_configs[0]") != std::string::npos);
+}
+
+TEST_CASE("counterexample files: one line per step, and a damaged file names the file and the key") {
+    VerifyConfig cfg = marking_off(8);
+    cfg.responsiveness = ResponsivenessSpec{4, 2};
+    const CheckResult r = check_property(cfg, Property::Responsiveness);
+    REQUIRE_FALSE(r.verified);
+    const std::string text = to_json(r.cex);
+    // The layout tests/verify/test_verify_replay.sh edits with sed: "step" on its own line, the
+    // model on one line, each step on one line starting with its send list.
+    CHECK(text.find("\n  \"step\": " + std::to_string(r.cex.step) + ",\n") != std::string::npos);
+    CHECK(text.find("\n  \"model\": {\"clusters\": ") != std::string::npos);
+    CHECK(text.find("\n    {\"t\": 0, \"send\": [") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == static_cast<long>(r.cex.workload.size()) + 9);  // 9 lines around the steps
+
+    auto error_of = [](const std::string& t) {
+        try {
+            counterexample_from_json(t, "cex.json");
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    std::string damaged = text;
+    damaged.replace(damaged.find("\"depth_end\": "), 13, "\"depth_end\": \"deep\", \"x\": ");
+    CHECK(error_of(damaged) == "cex.json: not a shesha-verify counterexample: key steps[0].depth_end: wrong type");
+    damaged = text;
+    damaged.replace(damaged.find("\"window\": ["), 11, "\"window\": [\"w\", ");
+    CHECK(error_of(damaged) == "cex.json: not a shesha-verify counterexample: key steps[0].window: wrong type");
+    CHECK(error_of(text.substr(0, text.size() / 2)).starts_with("cex.json: not a counterexample file: not valid JSON: "));
+    CHECK(error_of("").starts_with("cex.json: not a counterexample file: not valid JSON: "));
 }

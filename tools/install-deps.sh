@@ -9,7 +9,7 @@ packages=(
   # data path
   dpdk dpdk-dev libdpdk-dev libnuma-dev libpcap-dev libbpf-dev libxdp-dev
   # control plane
-  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   # tests
   catch2
   # RL stack

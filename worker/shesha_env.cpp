@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "log_level.h"
 #include "envs/benchmark.h"
 #include "envs/registry.h"
 #include "envs/seeding.h"
@@ -238,6 +239,8 @@ int main(int argc, char** argv) {
     app.add_option("--bench-steps", bench_steps, "benchmark: most steps per environment")->capture_default_str();
     app.add_option("--bench-seconds", bench_seconds, "benchmark: most seconds per environment")->capture_default_str();
 
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -247,6 +250,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "shesha-env: %s\n", e.what());
         return kUsageError;
     }
+    shesha::logging::init("shesha-env", log_level);
 
     try {
         if (list) {

@@ -22,7 +22,8 @@
 #include "cluster_config.h"
 #include "drl_wire.h"
 #include "envs/registry.h"
-#include "json_writer.h"
+#include "json_io.h"
+#include "log_level.h"
 #include "model.h"
 #include "model_receiver.h"
 #include "tool_util.h"
@@ -76,94 +77,79 @@ struct WorkerStats {
 };
 
 std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCounters& c, double wall_s, bool final) {
-    tools::JsonWriter j;
-    j.begin_object();
-    j.field("worker_id", o.worker_id);
-    j.field("cluster_id", o.cluster);
-    j.field("final", final);
-    j.field("congestion_control", o.congestion_control);
-    j.field("feedback_ignored", c.feedback_ignored);
-    j.field("marks_ignored", c.marks_ignored);
-    j.field("wall_seconds", wall_s);
-    j.field("env_steps", s.env_steps);
-    j.field("env_steps_per_s", wall_s > 0 ? static_cast<double>(s.env_steps) / wall_s : 0.0);
-    j.begin_object("episodes");
-    j.field("count", s.episodes);
-    j.field("recent_mean_return",
-            s.recent_returns.empty() ? 0.0
-                                     : std::accumulate(s.recent_returns.begin(), s.recent_returns.end(), 0.0) /
-                                           static_cast<double>(s.recent_returns.size()));
-    j.field("best_return", s.best_return);
-    j.begin_array("recent_returns");
-    for (double r : s.recent_returns) j.field("", r);
-    j.end_array();
-    j.end_object();
-    j.begin_object("updates");
-    j.field("computed", s.gradients_computed);
-    j.field("failed", s.gradients_failed);
-    j.field("offered", c.updates_offered);
-    j.field("rejected", c.updates_rejected);
-    j.field("waits_for_model", s.waits_for_model);
-    j.field("waits_for_version", s.waits_for_version);
-    j.end_object();
-    j.begin_object("chunks");
-    j.field("queued", c.chunks_queued);
-    j.field("merged_locally", c.sender_merges);
-    j.field("dropped_overflow", c.chunks_dropped_overflow);
-    j.field("replaced_stale", c.chunks_replaced_stale);
-    j.field("sent", c.chunks_sent);
-    j.field("contributions_sent", c.contributions_sent);
-    j.field("send_errors", c.send_errors);
-    j.end_object();
-    j.begin_object("credit");
-    j.field("messages", c.credit_messages);
-    j.field("units", c.credits_received);
-    j.field("excess", c.credits_excess);
-    j.field("marks_echoed", c.ce_echoes);
-    j.field("timeouts", c.credit_timeouts);
-    j.field("presumed_lost", c.chunks_presumed_lost);
-    j.field("feedback", c.feedback_received);
-    j.field("feedback_reductions", c.feedback_reductions);
-    j.field("round_reductions", c.round_reductions);
-    j.field("round_increases", c.round_increases);
-    j.end_object();
-    j.begin_object("window");
-    j.field("current", c.window);
-    j.field("alpha", c.alpha);
-    j.field("in_flight", c.in_flight);
-    j.begin_array("samples");  // [seconds, window, in flight, pending chunks]
-    for (const WindowSample& w : s.window) {
-        j.begin_array();
-        j.field("", w.t).field("", w.window).field("", w.in_flight).field("", w.pending);
-        j.end_array();
-    }
-    j.end_array();
-    j.end_object();
-    j.begin_object("model");
-    j.field("has_model", c.model_version != 0 || c.models_adopted != 0);
-    j.field("version", c.model_version);
-    j.field("incarnation", c.incarnation);
-    j.field("learner_version", c.learner_version);
-    j.field("versions_adopted", c.models_adopted);
-    j.field("chunks_staged", c.model_chunks_staged);
-    j.field("chunks_stale", c.model_chunks_stale);
-    j.field("chunks_duplicate", c.model_chunks_duplicate);
-    j.field("chunks_rejected", c.model_chunks_rejected);
-    j.field("assemblies_abandoned", c.model_assemblies_abandoned);
-    j.field("learner_restarts", c.learner_restarts);
-    j.field("requests_sent", c.model_requests);
-    j.field("lag_mean", s.lag_samples ? s.lag_sum / static_cast<double>(s.lag_samples) : 0.0);
-    j.field("lag_max", s.lag_max);
-    j.end_object();
-    j.begin_object("rx");
-    j.field("datagrams", c.datagrams);
-    j.field("decode_errors", c.decode_errors);
-    j.field("unexpected", c.unexpected);
-    j.field("foreign", c.foreign);
-    j.field("learner_restarts_seen", c.learner_restarts_seen);
-    j.end_object();
-    j.end_object();
-    return j.str();
+    json::Json j = json::Json::object();
+    j["worker_id"] = o.worker_id;
+    j["cluster_id"] = o.cluster;
+    j["final"] = final;
+    j["congestion_control"] = o.congestion_control;
+    j["feedback_ignored"] = c.feedback_ignored;
+    j["marks_ignored"] = c.marks_ignored;
+    j["wall_seconds"] = wall_s;
+    j["env_steps"] = s.env_steps;
+    j["env_steps_per_s"] = wall_s > 0 ? static_cast<double>(s.env_steps) / wall_s : 0.0;
+    j["episodes"] = json::Json::object();
+    j["episodes"]["count"] = s.episodes;
+    j["episodes"]["recent_mean_return"] =
+        s.recent_returns.empty() ? 0.0
+                                 : std::accumulate(s.recent_returns.begin(), s.recent_returns.end(), 0.0) /
+                                       static_cast<double>(s.recent_returns.size());
+    j["episodes"]["best_return"] = s.best_return;
+    j["episodes"]["recent_returns"] = json::Json::array();
+    for (double r : s.recent_returns) j["episodes"]["recent_returns"].push_back(r);
+    j["updates"] = json::Json::object();
+    j["updates"]["computed"] = s.gradients_computed;
+    j["updates"]["failed"] = s.gradients_failed;
+    j["updates"]["offered"] = c.updates_offered;
+    j["updates"]["rejected"] = c.updates_rejected;
+    j["updates"]["waits_for_model"] = s.waits_for_model;
+    j["updates"]["waits_for_version"] = s.waits_for_version;
+    j["chunks"] = json::Json::object();
+    j["chunks"]["queued"] = c.chunks_queued;
+    j["chunks"]["merged_locally"] = c.sender_merges;
+    j["chunks"]["dropped_overflow"] = c.chunks_dropped_overflow;
+    j["chunks"]["replaced_stale"] = c.chunks_replaced_stale;
+    j["chunks"]["sent"] = c.chunks_sent;
+    j["chunks"]["contributions_sent"] = c.contributions_sent;
+    j["chunks"]["send_errors"] = c.send_errors;
+    j["credit"] = json::Json::object();
+    j["credit"]["messages"] = c.credit_messages;
+    j["credit"]["units"] = c.credits_received;
+    j["credit"]["excess"] = c.credits_excess;
+    j["credit"]["marks_echoed"] = c.ce_echoes;
+    j["credit"]["timeouts"] = c.credit_timeouts;
+    j["credit"]["presumed_lost"] = c.chunks_presumed_lost;
+    j["credit"]["feedback"] = c.feedback_received;
+    j["credit"]["feedback_reductions"] = c.feedback_reductions;
+    j["credit"]["round_reductions"] = c.round_reductions;
+    j["credit"]["round_increases"] = c.round_increases;
+    j["window"] = json::Json::object();
+    j["window"]["current"] = c.window;
+    j["window"]["alpha"] = c.alpha;
+    j["window"]["in_flight"] = c.in_flight;
+    j["window"]["samples"] = json::Json::array();  // [seconds, window, in flight, pending chunks]
+    for (const WindowSample& w : s.window) j["window"]["samples"].push_back({w.t, w.window, w.in_flight, w.pending});
+    j["model"] = json::Json::object();
+    j["model"]["has_model"] = c.model_version != 0 || c.models_adopted != 0;
+    j["model"]["version"] = c.model_version;
+    j["model"]["incarnation"] = c.incarnation;
+    j["model"]["learner_version"] = c.learner_version;
+    j["model"]["versions_adopted"] = c.models_adopted;
+    j["model"]["chunks_staged"] = c.model_chunks_staged;
+    j["model"]["chunks_stale"] = c.model_chunks_stale;
+    j["model"]["chunks_duplicate"] = c.model_chunks_duplicate;
+    j["model"]["chunks_rejected"] = c.model_chunks_rejected;
+    j["model"]["assemblies_abandoned"] = c.model_assemblies_abandoned;
+    j["model"]["learner_restarts"] = c.learner_restarts;
+    j["model"]["requests_sent"] = c.model_requests;
+    j["model"]["lag_mean"] = s.lag_samples ? s.lag_sum / static_cast<double>(s.lag_samples) : 0.0;
+    j["model"]["lag_max"] = s.lag_max;
+    j["rx"] = json::Json::object();
+    j["rx"]["datagrams"] = c.datagrams;
+    j["rx"]["decode_errors"] = c.decode_errors;
+    j["rx"]["unexpected"] = c.unexpected;
+    j["rx"]["foreign"] = c.foreign;
+    j["rx"]["learner_restarts_seen"] = c.learner_restarts_seen;
+    return json::pretty(j);
 }
 
 int run(const Options& o) {
@@ -171,7 +157,7 @@ int run(const Options& o) {
     try {
         config = load_cluster_config(o.config_path);
     } catch (const ConfigError& e) {
-        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return kExitUsage;
     }
     const auto learner_ip = tools::parse_ipv4(o.learner);
@@ -199,7 +185,7 @@ int run(const Options& o) {
     std::string error;
     auto model = rl::ActorCritic::create(config.model, worker::envs::derive_worker_seed(base_seed, o.worker_id), &error);
     if (!model) {
-        fmt::print(stderr, "shesha-worker: {}: model: {}\n", o.config_path, error);
+        spdlog::error("{}: model: {}", o.config_path, error);
         return kExitUsage;
     }
     const std::size_t n_params = model->parameter_count();
@@ -216,7 +202,7 @@ int run(const Options& o) {
     try {
         transport_ptr = std::make_unique<WorkerTransport>(wo);
     } catch (const Error& e) {
-        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return std::string_view(e.what()).find("transport:") != std::string_view::npos ? kExitUsage : kExitRuntime;
     }
     WorkerTransport& transport = *transport_ptr;
@@ -242,7 +228,7 @@ int run(const Options& o) {
         if (o.metrics.empty()) return;
         std::string err;
         if (!tools::write_text_file(o.metrics, metrics_json(o, s, transport.counters(), wall(), final), err))
-            fmt::print(stderr, "shesha-worker: {}\n", err);
+            spdlog::warn("{}", err);
     };
     fmt::print("shesha-worker {}: cluster {}, {} on {}, learner {}:{}\n", o.worker_id, cluster_id, config.model.env_name,
                o.bind, o.learner, o.port.value_or(config.udp_port));
@@ -355,6 +341,8 @@ int main(int argc, char** argv) {
     app.add_option("--congestion-control", congestion_control,
                    "on: react to congestion marks and FEEDBACK (default); off: ignore them (baselines)")
         ->check(CLI::IsMember({"on", "off"}));
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -362,11 +350,12 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "shesha-worker: {}\n", e.what());
         return shesha::drl::kExitUsage;
     }
+    shesha::logging::init("shesha-worker", log_level);
     o.congestion_control = congestion_control == "on";
     try {
         return shesha::drl::run(o);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "shesha-worker: {}\n", e.what());
+        spdlog::error("{}", e.what());
         return shesha::drl::kExitRuntime;
     }
 }

@@ -18,6 +18,7 @@
 
 #include "init.h"
 #include "lcore_loops.h"
+#include "log_level.h"
 #include "prometheus.h"
 #include "stats.h"
 #include "switch.h"
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--feedback", opt.feedback, "FEEDBACK to senders of marked gradients (overrides feedback.enabled)")
         ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--log-level", opt.log_level, "info, debug or warn")->check(CLI::IsMember({"info", "debug", "warn"}));
+    shesha::logging::add_log_level_option(app, opt.log_level);
     try {
         app.parse(cli_argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -95,9 +96,7 @@ int main(int argc, char** argv) {
     }
     if (opt.config_path.empty()) return usage_error("a configuration file is required: -c FILE");
 
-    spdlog::set_level(opt.log_level == "debug" ? spdlog::level::debug
-                      : opt.log_level == "warn" ? spdlog::level::warn
-                                                : spdlog::level::info);
+    spdlog::set_level(shesha::logging::to_level(opt.log_level));
 
     core::SwitchConfig cfg;
     try {

@@ -13,6 +13,7 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include "json_io.h"
 #include "prometheus.h"
 #include "switch.h"
 
@@ -24,24 +25,6 @@ constexpr std::array<const char*, proto::kDecodeErrorCount> kDecodeErrorKeys = {
     "ok", "short_packet", "bad_magic", "bad_version", "unknown_type", "unknown_flags", "bad_elem_type",
     "bad_chunk", "too_many_elements", "length_mismatch", "bad_contrib_count", "bad_timestamps",
 };
-
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-            else out += c;
-        }
-    }
-    return out + "\"";
-}
-
-std::string json_number(double v) { return fmt::format("{:.3f}", v); }
 
 // The one counter table: each section below lists its fields once, and the stats JSON, the
 // telemetry commands and the Prometheus textfile all print from it. kind only matters to
@@ -152,17 +135,15 @@ Fields internal_fields(const SwitchSnapshot& s) {
             {"egress_idle_rounds", s.egress.idle_rounds}};
 }
 
-void append_fields(std::string& out, const Fields& fields, bool trailing_comma) {
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        out += fmt::format("{}: {}", json_string(fields[i].name), fields[i].value);
-        if (i + 1 < fields.size() || trailing_comma) out += ", ";
-    }
+// Adds each field as "name": value to obj, in the table's order.
+void json_add_fields(json::Json& obj, const Fields& fields) {
+    for (const Field& f : fields) obj[f.name] = f.value;
 }
 
-std::string json_object(const Fields& fields) {
-    std::string out = "{";
-    append_fields(out, fields, false);
-    return out + "}";
+json::Json json_object(const Fields& fields) {
+    json::Json obj = json::Json::object();
+    json_add_fields(obj, fields);
+    return obj;
 }
 
 std::string si(double v) {
@@ -236,32 +217,38 @@ std::string format_summary(const SwitchSnapshot& s) {
 }
 
 std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg) {
-    std::string out = "{\n";
-    out += fmt::format("  \"schema\": {},\n", json_string(kStatsSchema));
-    out += fmt::format("  \"uptime_s\": {},\n  \"tsc_hz\": {},\n  \"simd\": {},\n  \"lcores\": {},\n", json_number(s.uptime_s),
-                       s.tsc_hz, json_string(s.simd), s.lcores);
-    out += fmt::format("  \"aggregation\": {},\n  \"feedback_enabled\": {},\n", cfg.aggregation, cfg.feedback);
-    out += "  \"ports\": [";
-    for (std::size_t i = 0; i < s.ports.size(); ++i) {
-        const auto& p = s.ports[i];
-        out += i ? ",\n    {" : "\n    {";
-        out += fmt::format("\"name\": {}, \"device\": {}, ", json_string(p.name), json_string(p.device));
-        append_fields(out, port_fields(p), true);
-        out += "\n     \"queue\": {";
-        append_fields(out, queue_fields(p), true);
-        out += fmt::format("\"mean_depth\": {}, \"mean_sojourn_us\": {}, \"max_sojourn_us\": {}, \"merge_ratio\": {}}}}}",
-                           json_number(p.mean_depth), json_number(p.mean_sojourn_us), json_number(p.max_sojourn_us),
-                           fmt::format("{:.6f}", p.merge_ratio));
+    // Times and means keep 3 decimals, merge_ratio 6 (what the file always carried).
+    json::Json j;
+    j["schema"] = kStatsSchema;
+    j["uptime_s"] = json::fixed(s.uptime_s, 3);
+    j["tsc_hz"] = s.tsc_hz;
+    j["simd"] = s.simd;
+    j["lcores"] = s.lcores;
+    j["aggregation"] = cfg.aggregation;
+    j["feedback_enabled"] = cfg.feedback;
+    json::Json ports = json::Json::array();
+    for (const PortSnapshot& p : s.ports) {
+        json::Json port;
+        port["name"] = p.name;
+        port["device"] = p.device;
+        json_add_fields(port, port_fields(p));
+        json::Json queue = json_object(queue_fields(p));
+        queue["mean_depth"] = json::fixed(p.mean_depth, 3);
+        queue["mean_sojourn_us"] = json::fixed(p.mean_sojourn_us, 3);
+        queue["max_sojourn_us"] = json::fixed(p.max_sojourn_us, 3);
+        queue["merge_ratio"] = json::fixed(p.merge_ratio, 6);
+        port["queue"] = std::move(queue);
+        ports.push_back(std::move(port));
     }
-    out += "\n  ],\n";
-    out += fmt::format("  \"frames\": {},\n", json_object(frame_fields(s)));
-    out += fmt::format("  \"malformed\": {},\n", json_object(malformed_fields(s)));
-    out += fmt::format("  \"gradients\": {},\n", json_object(gradient_fields(s)));
-    out += fmt::format("  \"feedback\": {},\n", json_object(feedback_fields(s)));
-    out += fmt::format("  \"fdb\": {},\n", json_object(fdb_fields(s)));
-    out += fmt::format("  \"internal\": {}\n", json_object(internal_fields(s)));
-    out += "}\n";
-    return out;
+    j["ports"] = std::move(ports);
+    j["frames"] = json_object(frame_fields(s));
+    j["malformed"] = json_object(malformed_fields(s));
+    j["gradients"] = json_object(gradient_fields(s));
+    j["feedback"] = json_object(feedback_fields(s));
+    j["fdb"] = json_object(fdb_fields(s));
+    j["internal"] = json_object(internal_fields(s));
+    // One line per port and per section, as before.
+    return json::rows(j);
 }
 
 bool write_stats_json(const std::string& path, const SwitchSnapshot& s, const core::SwitchConfig& cfg,

@@ -42,7 +42,7 @@
 #include <string_view>
 #include <thread>
 
-#include <yaml-cpp/yaml.h>
+#include <spdlog/spdlog.h>
 
 #include "bench_frames.h"
 #include "bench_main.h"
@@ -279,12 +279,12 @@ private:
     int fd_ = -1;
 };
 
-// The integer after "key": in a flat telemetry reply; 0 if absent.
-std::uint64_t json_uint(const std::string& json, const std::string& key) {
-    const std::string needle = "\"" + key + "\":";
-    const auto pos = json.find(needle);
-    if (pos == std::string::npos) return 0;
-    return std::strtoull(json.c_str() + pos + needle.size(), nullptr, 10);
+// A telemetry reply {"/ethdev/stats": {"ipackets": N, ...}}: the inner object; nullopt if the reply
+// is not that shape (the process is gone, or not yet answering).
+std::optional<json::Json> telemetry_dict(const std::string& reply) {
+    const json::Json j = json::Json::parse(reply, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || j.size() != 1 || !j.begin()->is_object()) return std::nullopt;
+    return *j.begin();
 }
 
 struct PortTotals {
@@ -295,12 +295,13 @@ struct PortTotals {
 bool read_totals(Telemetry& tel, int ports, PortTotals& out) {
     out = PortTotals{};
     for (int p = 0; p < ports; ++p) {
-        const std::string r = tel.query(fmt::format("/ethdev/stats,{}", p));
-        if (r.find("\"ipackets\"") == std::string::npos) return false;
-        out.rx_packets += json_uint(r, "ipackets");
-        out.tx_packets += json_uint(r, "opackets");
-        out.rx_bytes += json_uint(r, "ibytes");
-        out.tx_bytes += json_uint(r, "obytes");
+        const auto d = telemetry_dict(tel.query(fmt::format("/ethdev/stats,{}", p)));
+        if (!d || !d->contains("ipackets")) return false;
+        const auto u64 = [&](const char* key) { return json::optional<std::uint64_t>(*d, key).value_or(0); };
+        out.rx_packets += u64("ipackets");
+        out.tx_packets += u64("opackets");
+        out.rx_bytes += u64("ibytes");
+        out.tx_bytes += u64("obytes");
     }
     out.at = Clock::now();
     return true;
@@ -542,32 +543,41 @@ struct SwitchTotals {
     std::uint64_t handoff_drops = 0, egress_rounds = 0, egress_idle_rounds = 0;  // lcores > 1
 };
 
-std::uint64_t u64_or_zero(const YAML::Node& n) { return n ? n.as<std::uint64_t>() : 0; }
-
-// Whole-run totals from the stats JSON shesha-switch writes at exit (JSON is YAML flow syntax).
+// Whole-run totals from the stats JSON shesha-switch writes at exit.
 SwitchTotals read_switch_stats(const fs::path& path) {
     SwitchTotals t;
+    using json::required;
+    auto or_zero = [](const json::Json& obj, const char* key, const std::string& at) {
+        return json::optional<std::uint64_t>(obj, key, at).value_or(0);
+    };
     try {
-        const YAML::Node root = YAML::LoadFile(path.string());
-        if (const YAML::Node in = root["internal"]) {
-            t.handoff_drops = u64_or_zero(in["handoff_drops"]);
-            t.egress_rounds = u64_or_zero(in["egress_rounds"]);
-            t.egress_idle_rounds = u64_or_zero(in["egress_idle_rounds"]);
+        const json::Json root = json::parse_file(path.string());
+        if (root.contains("internal")) {
+            const json::Json& in = root["internal"];
+            t.handoff_drops = or_zero(in, "handoff_drops", "internal.");
+            t.egress_rounds = or_zero(in, "egress_rounds", "internal.");
+            t.egress_idle_rounds = or_zero(in, "egress_idle_rounds", "internal.");
         }
-        for (const YAML::Node& port : root["ports"]) {
-            t.rx += port["rx_packets"].as<std::uint64_t>();
-            t.tx += port["tx_packets"].as<std::uint64_t>();
-            t.filtered += port["filtered"].as<std::uint64_t>();
-            t.flooded += port["flooded"].as<std::uint64_t>();
-            t.too_big += u64_or_zero(port["tx_too_big"]);
-            t.multi_segment += u64_or_zero(port["rx_multi_segment"]);
-            t.merged += port["queue"]["merged"].as<std::uint64_t>();
-            t.mergeable += port["queue"]["mergeable_arrivals"].as<std::uint64_t>();
-            t.queue_drops += port["queue"]["dropped"].as<std::uint64_t>();
+        const auto& ports = root.at("ports");
+        for (std::size_t i = 0; i < ports.size(); ++i) {
+            const json::Json& port = ports[i];
+            const std::string at = fmt::format("ports[{}].", i), q = at + "queue.";
+            t.rx += required<std::uint64_t>(port, "rx_packets", at);
+            t.tx += required<std::uint64_t>(port, "tx_packets", at);
+            t.filtered += required<std::uint64_t>(port, "filtered", at);
+            t.flooded += required<std::uint64_t>(port, "flooded", at);
+            t.too_big += or_zero(port, "tx_too_big", at);
+            t.multi_segment += or_zero(port, "rx_multi_segment", at);
+            const json::Json& queue = port.at("queue");
+            t.merged += required<std::uint64_t>(queue, "merged", q);
+            t.mergeable += required<std::uint64_t>(queue, "mergeable_arrivals", q);
+            t.queue_drops += required<std::uint64_t>(queue, "dropped", q);
         }
         t.ok = true;
-    } catch (const std::exception&) {
-        t.ok = false;  // missing or different schema: the caller reports telemetry numbers only
+    } catch (const std::exception& e) {
+        // Missing or a different schema: the caller reports telemetry numbers only.
+        spdlog::warn("{}: switch statistics not used: {}", path.string(), e.what());
+        t.ok = false;
     }
     return t;
 }
@@ -800,7 +810,7 @@ WorkloadResult run_workload(const ForwardOptions& fwd, const fs::path& dir, cons
                 ar.reason = r.error;
                 ar.short_reason = r.ok ? "exit status" : "failed";
             }
-            fmt::print(stderr, "  forward {} round {}/{}: {:<16} {}\n", w.id, round + 1, rounds, w.arms[i].id,
+            spdlog::info("  forward {} round {}/{}: {:<16} {}", w.id, round + 1, rounds, w.arms[i].id,
                        r.ok ? fmt::format("rx {:.2f} Mpps, fwd {:.2f} Mpps", r.rx_mpps, r.tx_mpps) : "FAILED");
         }
     }
@@ -893,16 +903,16 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
 
 // ---- JSON (schema "shesha-bench-forward", documented in docs/benchmarks.md) ------------------------
 
-std::string jnum(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+json::Json jnum(double v) { return json::significant(v, 6); }  // non-finite: null
 
-std::string jspread(const Spread& s) {
-    return fmt::format("{{\"median\": {}, \"min\": {}, \"max\": {}}}", jnum(s.median), jnum(s.min), jnum(s.max));
+json::Json jspread(const Spread& s) {
+    return {{"median", jnum(s.median)}, {"min", jnum(s.min)}, {"max", jnum(s.max)}};
 }
 
-std::string jsamples(const std::vector<double>& v) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + jnum(v[i]);
-    return out + "]";
+json::Json jsamples(const std::vector<double>& v) {
+    json::Json out = json::Json::array();
+    for (double x : v) out.push_back(jnum(x));
+    return out;
 }
 
 const char* program_kind(Program p) {
@@ -915,50 +925,63 @@ const char* program_kind(Program p) {
     return "?";
 }
 
-std::string forward_json(const std::vector<WorkloadResult>& results, const RunOptions& opt) {
-    std::string out = fmt::format(
-        "{{\"schema\": \"shesha-bench-forward\", \"schema_version\": 1, \"quick\": {}, \"window_s\": {}, "
-        "\"rounds\": {}, \"cpu\": \"{}\", \"cpus\": {}, \"forward_cpu\": {},\n   \"workloads\": [",
-        opt.quick ? "true" : "false", jnum(opt.seconds), opt.forward_rounds, json_escape(cpu_model()), online_cpus(),
-        kForwardCpu);
-    for (std::size_t wi = 0; wi < results.size(); ++wi) {
-        const WorkloadResult& res = results[wi];
+json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOptions& opt) {
+    json::Json workloads = json::Json::array();
+    for (const WorkloadResult& res : results) {
         const Workload& w = res.w;
-        out += fmt::format(
-            "{}\n    {{\"id\": \"{}\", \"title\": \"{}\", \"ports\": \"{}\", \"frame_bytes\": {}, "
-            "\"gradient_payload_bytes\": {}, \"mtu\": {}, \"ratio_basis\": \"{}\", \"programs\": [",
-            wi ? "," : "", w.id, json_escape(w.title), json_escape(w.ports), jnum(w.frame_bytes),
-            jnum(w.payload_bytes), w.mtu ? w.mtu : 1500, w.rx_basis ? "rx" : "tx");
+        json::Json programs = json::Json::array();
         for (std::size_t i = 0; i < w.arms.size(); ++i) {
             const Arm& arm = w.arms[i];
             const ArmResult& a = res.arms[i];
             const std::string status = a.not_run ? "not_run" : a.ok_rounds() == 0 ? "failed" : a.failed() ? "partial" : "ok";
             const Spread rx = spread(a.rx), tx = spread(a.tx);
-            out += fmt::format(
-                "{}\n      {{\"id\": \"{}\", \"program\": \"{}\", \"label\": \"{}\", \"forwarding_cores\": {}, "
-                "\"status\": \"{}\", \"reason\": \"{}\", \"rounds_ok\": {},\n       \"rx_mpps\": {}, \"tx_mpps\": {}, "
-                "\"rx_mpps_rounds\": {}, \"tx_mpps_rounds\": {},\n       \"rx_gbps\": {}, \"payload_gbps\": {}, "
-                "\"payload_gbps_per_core\": {}, \"merged_fraction\": {},\n       \"ratios\": {{",
-                i ? "," : "", arm.id, program_kind(arm.program), json_escape(arm.label), arm.cores, status,
-                json_escape(a.reason), a.ok_rounds(), jspread(rx), jspread(tx), jsamples(a.rx), jsamples(a.tx),
-                jnum(rx.median * w.frame_bytes * 8 / 1e3), jnum(rx.median * w.payload_bytes * 8 / 1e3),
-                jnum(rx.median * w.payload_bytes * 8 / 1e3 / arm.cores),
-                arm.program == Program::Shesha ? jnum(merged_fraction(a))
-                                               : (w.gradients && a.ok_rounds() > 0 ? "0" : "null"));
-            bool first = true;
+            json::Json ratios = json::Json::object();
             for (const auto& [id, col] : kReferences) {
                 const auto rr = res.ratios(i, id, true), rt = res.ratios(i, id, false);
                 if (rr.empty() && rt.empty()) continue;
-                out += fmt::format("{}\"{}\": {{\"rx\": {}, \"tx\": {}}}", first ? "" : ", ", id, jspread(spread(rr)),
-                                   jspread(spread(rt)));
-                first = false;
+                ratios[id] = {{"rx", jspread(spread(rr))}, {"tx", jspread(spread(rt))}};
             }
-            out += "}}";
+            programs.push_back({
+                {"id", arm.id},
+                {"program", program_kind(arm.program)},
+                {"label", arm.label},
+                {"forwarding_cores", arm.cores},
+                {"status", status},
+                {"reason", a.reason},
+                {"rounds_ok", a.ok_rounds()},
+                {"rx_mpps", jspread(rx)},
+                {"tx_mpps", jspread(tx)},
+                {"rx_mpps_rounds", jsamples(a.rx)},
+                {"tx_mpps_rounds", jsamples(a.tx)},
+                {"rx_gbps", jnum(rx.median * w.frame_bytes * 8 / 1e3)},
+                {"payload_gbps", jnum(rx.median * w.payload_bytes * 8 / 1e3)},
+                {"payload_gbps_per_core", jnum(rx.median * w.payload_bytes * 8 / 1e3 / arm.cores)},
+                {"merged_fraction", arm.program == Program::Shesha           ? jnum(merged_fraction(a))
+                                    : w.gradients && a.ok_rounds() > 0 ? json::Json(0)
+                                                                       : json::Json(nullptr)},
+                {"ratios", std::move(ratios)},
+            });
         }
-        out += "]}";
+        workloads.push_back({
+            {"id", w.id},
+            {"title", w.title},
+            {"ports", w.ports},
+            {"frame_bytes", jnum(w.frame_bytes)},
+            {"gradient_payload_bytes", jnum(w.payload_bytes)},
+            {"mtu", w.mtu ? w.mtu : 1500},
+            {"ratio_basis", w.rx_basis ? "rx" : "tx"},
+            {"programs", std::move(programs)},
+        });
     }
-    out += "]}";
-    return out;
+    return {{"schema", "shesha-bench-forward"},
+            {"schema_version", 1},
+            {"quick", opt.quick},
+            {"window_s", jnum(opt.seconds)},
+            {"rounds", opt.forward_rounds},
+            {"cpu", cpu_model()},
+            {"cpus", online_cpus()},
+            {"forward_cpu", kForwardCpu},
+            {"workloads", std::move(workloads)}};
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ struct ForwardResult {
     bool skipped = false;        // DPDK cannot run here: nothing measured
     bool failed = false;         // a run failed (details in the tables' notes)
     std::string reason;          // why skipped or failed
-    std::string json;            // the "shesha-bench-forward" object (docs/benchmarks.md), empty if skipped
+    json::Json json;             // the "shesha-bench-forward" object (docs/benchmarks.md), null if skipped
 };
 ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd);
 

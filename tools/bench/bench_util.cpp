@@ -24,11 +24,6 @@ std::string format_cell(const Cell& c, int precision) {
     if (const auto* s = std::get_if<std::string>(&c)) return *s;
     return fmt::format("{:.{}f}", std::get<double>(c), precision);
 }
-
-std::string json_number(double v) {
-    if (!std::isfinite(v)) return "null";  // JSON has no NaN/inf; all_finite() reports these
-    return fmt::format("{:.6g}", v);
-}
 }  // namespace
 
 void Table::print() const {
@@ -52,27 +47,19 @@ void Table::print() const {
     std::fflush(stdout);
 }
 
-std::string Table::to_json() const {
-    std::string out = fmt::format("{{\"name\": \"{}\", \"columns\": [", json_escape(name_));
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-        out += fmt::format("{}\"{}\"", c ? ", " : "", json_escape(columns_[c]));
-    }
-    out += "], \"rows\": [";
-    for (std::size_t r = 0; r < rows_.size(); ++r) {
-        out += r ? ",\n    {" : "\n    {";
+json::Json Table::to_json() const {
+    json::Json rows = json::Json::array();
+    for (const auto& row : rows_) {
+        json::Json r = json::Json::object();
         for (std::size_t c = 0; c < columns_.size(); ++c) {
-            const Cell& cell = rows_[r][c];
-            const std::string value = std::holds_alternative<double>(cell)
-                                          ? json_number(std::get<double>(cell))
-                                          : fmt::format("\"{}\"", json_escape(std::get<std::string>(cell)));
-            out += fmt::format("{}\"{}\": {}", c ? ", " : "", json_escape(columns_[c]), value);
+            const Cell& cell = row[c];
+            // JSON has no NaN/inf: null (all_finite() reports these); 6 significant digits.
+            if (const auto* d = std::get_if<double>(&cell)) r[columns_[c]] = json::significant(*d, 6);
+            else r[columns_[c]] = std::get<std::string>(cell);
         }
-        out += "}";
+        rows.push_back(std::move(r));
     }
-    out += "], \"notes\": [";
-    for (std::size_t i = 0; i < notes_.size(); ++i) out += fmt::format("{}\"{}\"", i ? ", " : "", json_escape(notes_[i]));
-    out += "]}";
-    return out;
+    return {{"name", name_}, {"columns", columns_}, {"rows", std::move(rows)}, {"notes", notes_}};
 }
 
 bool Table::all_finite() const {
@@ -89,25 +76,6 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (const char ch : s) {
-        switch (ch) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(ch) < 0x20) {
-                out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(ch)));
-            } else {
-                out += ch;
-            }
-        }
-    }
-    return out;
 }
 
 std::string cpu_model() {

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "json_io.h"
+
 namespace shesha::bench {
 
 // Common knobs every subcommand honours.
@@ -28,8 +30,9 @@ public:
     void add_row(std::vector<Cell> cells);
     void add_note(std::string note);
     void print() const;
-    // JSON object {"name": ..., "columns": [...], "rows": [{col: value, ...}], "notes": [...]}.
-    std::string to_json() const;
+    // JSON object {"name": ..., "columns": [...], "rows": [{col: value, ...}], "notes": [...]};
+    // numbers with 6 significant digits, non-finite ones null.
+    json::Json to_json() const;
     // False if any numeric cell is NaN or infinite.
     bool all_finite() const;
     const std::string& name() const { return name_; }
@@ -51,7 +54,6 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Keeps the compiler from proving a buffer dead or caching it in registers across the barrier.
 inline void clobber_memory(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
 
-std::string json_escape(const std::string& s);
 // Machine description for reports: CPU model, online CPUs, best SIMD level.
 std::string cpu_model();
 unsigned online_cpus();

@@ -19,6 +19,8 @@
 
 #include "bench_main.h"
 #include "bench_util.h"
+#include "json_io.h"
+#include "log_level.h"
 #include "merge_kernel.h"
 
 namespace {
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
     app.add_flag("--ovs-flood-local", fwd.ovs_flood_local,
                  "OVS floods also to its bridge's internal port (its default; off: no-flood, like the others)");
     app.add_option("--ovs-vswitchd", fwd.ovs_vswitchd, "ovs-vswitchd built with DPDK")->capture_default_str();
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
 
     auto* merge_cmd = app.add_subcommand("merge", "merge kernel throughput vs memcpy and a scalar loop");
@@ -71,6 +75,7 @@ int main(int argc, char** argv) {
         // --help exits 0; a wrong flag is bad input and exits 2, like a bad file.
         return app.exit(e) == 0 ? 0 : 2;
     }
+    shesha::logging::init("shesha-bench", log_level);
 
     const bool all = all_cmd->parsed();
     if (opt.quick && !app.get_option("--seconds")->count()) opt.seconds = 0.5;
@@ -83,7 +88,7 @@ int main(int argc, char** argv) {
     std::vector<Table> tables;
     bool skipped = false;
     std::string skip_reason;
-    std::string forward_json;
+    shesha::json::Json forward_json;
     int status = 0;
     if (all || merge_cmd->parsed()) {
         tables.push_back(run_merge_bench(opt));
@@ -110,35 +115,38 @@ int main(int argc, char** argv) {
             forward_json = r.json;
             if (r.skipped) fmt::print("\nforward: SKIPPED: {}\n", r.reason);
             if (r.failed) {
-                fmt::print(stderr, "forward: FAILED: {}\n", r.reason);
+                spdlog::error("forward: FAILED: {}", r.reason);
                 status = 1;
             }
         } catch (const std::exception& e) {
-            fmt::print(stderr, "forward: {}\n", e.what());
+            spdlog::error("forward: {}", e.what());
             status = 1;
         }
     }
 
     for (const Table& t : tables) {
         if (!t.all_finite()) {
-            fmt::print(stderr, "error: '{}' has a non-finite measurement\n", t.name());
+            spdlog::error("'{}' has a non-finite measurement", t.name());
             status = 1;
         }
     }
     if (!json_path.empty()) {
-        std::ofstream out(json_path);
         // Top level: schema "shesha-bench" version 2 (docs/benchmarks.md, "JSON output"): the machine,
         // every printed table, and "forward" (schema "shesha-bench-forward") when forward ran.
-        out << fmt::format("{{\"schema\": \"shesha-bench\", \"schema_version\": 2, \"cpu\": \"{}\", \"cpus\": {}, "
-                           "\"simd\": \"{}\", \"quick\": {}, \"skipped\": \"{}\", \"tables\": [\n  ",
-                           json_escape(cpu_model()), online_cpus(), shesha::core::to_string(shesha::core::detect_simd()),
-                           opt.quick ? "true" : "false", json_escape(skip_reason));
-        for (std::size_t i = 0; i < tables.size(); ++i) out << (i ? ",\n  " : "") << tables[i].to_json();
-        out << "\n]";
-        if (!forward_json.empty()) out << ",\n \"forward\": " << forward_json;
-        out << "}\n";
-        if (!out) {
-            fmt::print(stderr, "error: cannot write {}\n", json_path);
+        shesha::json::Json j = {{"schema", "shesha-bench"},
+                                {"schema_version", 2},
+                                {"cpu", cpu_model()},
+                                {"cpus", online_cpus()},
+                                {"simd", shesha::core::to_string(shesha::core::detect_simd())},
+                                {"quick", opt.quick},
+                                {"skipped", skip_reason}};
+        shesha::json::Json list = shesha::json::Json::array();
+        for (const Table& t : tables) list.push_back(t.to_json());
+        j["tables"] = std::move(list);
+        if (!forward_json.is_null()) j["forward"] = std::move(forward_json);
+        std::string err;
+        if (!shesha::tools::write_text_file(json_path, shesha::json::rows(j), err)) {
+            spdlog::error("{}", err);
             status = 1;
         }
     }

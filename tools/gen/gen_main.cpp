@@ -20,7 +20,8 @@
 #include <vector>
 
 #include "gradient_pattern.h"
-#include "json_writer.h"
+#include "json_io.h"
+#include "log_level.h"
 #include "protocol.h"
 #include "tool_util.h"
 
@@ -207,7 +208,7 @@ bool Generator::send_next_chunk(Worker& w) {
                                                     elements_.size() * sizeof(float));
     const std::size_t len = proto::encode(h, body, tx_);
     if (len == 0) {
-        fmt::print(stderr, "shesha-gen: internal error: encode failed\n");
+        spdlog::error("internal error: encode failed");
         fatal_ = true;
         return false;
     }
@@ -215,7 +216,7 @@ bool Generator::send_next_chunk(Worker& w) {
     if (sent != static_cast<ssize_t>(len)) {
         ++send_errors_;
         if (++consecutive_send_errors_ == 1 || consecutive_send_errors_ == kMaxConsecutiveSendErrors)
-            fmt::print(stderr, "shesha-gen: sendto {}: {}\n", format_endpoint(dst_), std::strerror(errno));
+            spdlog::warn("sendto {}: {}", format_endpoint(dst_), std::strerror(errno));
         if (consecutive_send_errors_ >= kMaxConsecutiveSendErrors) fatal_ = true;
         return false;
     }
@@ -357,7 +358,7 @@ void Generator::maybe_progress(std::uint64_t now, bool force) {
         credits += cs.credits_received;
         feedback += cs.feedback_received;
     }
-    fmt::print(stderr, "shesha-gen: t={:.1f}s updates={} chunks={} credits={} feedback={} queue_depth={} in_flight={}\n",
+    spdlog::info("t={:.1f}s updates={} chunks={} credits={} feedback={} queue_depth={} in_flight={}",
                static_cast<double>(now - start_mono_ns_) / 1e9, updates, chunks, credits, feedback,
                rx_.last_queue_depth, total_in_flight());
 }
@@ -476,7 +477,7 @@ int Generator::run() {
     if (!opts_.json.empty()) {
         std::string err;
         if (!write_text_file(opts_.json, json, err)) {
-            fmt::print(stderr, "shesha-gen: {}\n", err);
+            spdlog::error("{}", err);
             return kExitRuntime;
         }
     }
@@ -486,53 +487,50 @@ int Generator::run() {
         updates += cs.updates_sent;
         credits += cs.credits_received;
     }
-    fmt::print(stderr, "shesha-gen: sent {} updates, {} chunks (contributions) in {:.3f} s; credits {}; "
-                       "send errors {}; malformed rx {}; window timeouts {}\n",
+    spdlog::info("sent {} updates, {} chunks (contributions) in {:.3f} s; credits {}; "
+                 "send errors {}; malformed rx {}; window timeouts {}",
                updates, chunks, elapsed_s, credits, send_errors_, rx_.malformed_total, window_timeouts_);
     return fatal_ ? kExitRuntime : 0;
 }
 
 std::string Generator::summary_json(double elapsed_s) const {
-    JsonWriter j;
-    j.begin_object();
-    j.field("tool", "shesha-gen");
-    j.field("mode", paced() ? (closed_loop() ? "rate+window" : "rate") : "window");
-    j.begin_object("config");
-    j.field("dst", format_endpoint(dst_));
-    j.field("clusters", opts_.clusters);
-    j.field("workers_per_cluster", opts_.workers);
-    j.field("worker_base", opts_.worker_base);
-    j.field("cluster_base", opts_.cluster_base);
-    j.field("chunks_per_update", opts_.chunks);
-    j.field("elems_per_chunk", opts_.elems);
-    j.field("rate_updates_per_s", opts_.rate);
-    j.field("window_chunks", opts_.window);
-    j.field("duration_s", opts_.duration_s);
-    j.field("updates_per_worker", opts_.updates);
-    j.field("version_pattern", opts_.version_pattern_text);
-    j.field("version_period_ms", opts_.version_period_ms);
-    j.field("seed", opts_.seed);
-    j.field("ecn", opts_.ecn);
-    j.field("poison", opts_.poison);
-    j.end_object();
-    j.field("duration_s", elapsed_s);
+    json::Json j = json::Json::object();
+    j["tool"] = "shesha-gen";
+    j["mode"] = paced() ? (closed_loop() ? "rate+window" : "rate") : "window";
+    j["config"] = json::Json::object();
+    j["config"]["dst"] = format_endpoint(dst_);
+    j["config"]["clusters"] = opts_.clusters;
+    j["config"]["workers_per_cluster"] = opts_.workers;
+    j["config"]["worker_base"] = opts_.worker_base;
+    j["config"]["cluster_base"] = opts_.cluster_base;
+    j["config"]["chunks_per_update"] = opts_.chunks;
+    j["config"]["elems_per_chunk"] = opts_.elems;
+    j["config"]["rate_updates_per_s"] = opts_.rate;
+    j["config"]["window_chunks"] = opts_.window;
+    j["config"]["duration_s"] = opts_.duration_s;
+    j["config"]["updates_per_worker"] = opts_.updates;
+    j["config"]["version_pattern"] = opts_.version_pattern_text;
+    j["config"]["version_period_ms"] = opts_.version_period_ms;
+    j["config"]["seed"] = opts_.seed;
+    j["config"]["ecn"] = opts_.ecn;
+    j["config"]["poison"] = opts_.poison;
+    j["duration_s"] = elapsed_s;
 
     ClusterStats total;
-    j.begin_array("clusters");
+    j["clusters"] = json::Json::array();
     for (const ClusterStats& cs : clusters_) {
-        j.begin_object();
-        j.field("cluster_id", std::uint32_t{cs.cluster_id});
-        j.field("updates_sent", cs.updates_sent);
-        j.field("chunks_sent", cs.chunks_sent);
-        j.field("contributions_sent", cs.chunks_sent);
-        j.field("bytes_sent", cs.bytes_sent);
-        j.field("feedback_received", cs.feedback_received);
-        j.field("last_queue_depth", std::uint32_t{cs.last_queue_depth});
-        j.field("max_queue_depth", std::uint32_t{cs.max_queue_depth});
-        j.field("credit_messages", cs.credit_messages);
-        j.field("credits_received", cs.credits_received);
-        j.field("ce_echoed", cs.ce_echoed);
-        j.end_object();
+        json::Json& item = j["clusters"].emplace_back(json::Json::object());
+        item["cluster_id"] = std::uint32_t{cs.cluster_id};
+        item["updates_sent"] = cs.updates_sent;
+        item["chunks_sent"] = cs.chunks_sent;
+        item["contributions_sent"] = cs.chunks_sent;
+        item["bytes_sent"] = cs.bytes_sent;
+        item["feedback_received"] = cs.feedback_received;
+        item["last_queue_depth"] = std::uint32_t{cs.last_queue_depth};
+        item["max_queue_depth"] = std::uint32_t{cs.max_queue_depth};
+        item["credit_messages"] = cs.credit_messages;
+        item["credits_received"] = cs.credits_received;
+        item["ce_echoed"] = cs.ce_echoed;
         total.updates_sent += cs.updates_sent;
         total.chunks_sent += cs.chunks_sent;
         total.bytes_sent += cs.bytes_sent;
@@ -541,38 +539,33 @@ std::string Generator::summary_json(double elapsed_s) const {
         total.credits_received += cs.credits_received;
         total.ce_echoed += cs.ce_echoed;
     }
-    j.end_array();
-    j.begin_object("totals");
-    j.field("updates_sent", total.updates_sent);
-    j.field("chunks_sent", total.chunks_sent);
-    j.field("contributions_sent", total.chunks_sent);
-    j.field("bytes_sent", total.bytes_sent);
-    j.field("feedback_received", total.feedback_received + rx_.feedback_other);
-    j.field("credit_messages", total.credit_messages);
-    j.field("credits_received", total.credits_received);
-    j.field("ce_echoed", total.ce_echoed);
-    j.field("chunks_per_s", elapsed_s > 0 ? static_cast<double>(total.chunks_sent) / elapsed_s : 0.0);
-    j.field("mbit_per_s", elapsed_s > 0 ? static_cast<double>(total.bytes_sent) * 8.0 / elapsed_s / 1e6 : 0.0);
-    j.end_object();
-    j.field("send_errors", send_errors_);
-    j.field("window_timeouts", window_timeouts_);
-    j.field("window_stalls", window_stalls_);
-    j.field("in_flight_at_exit", total_in_flight());
-    j.begin_object("rx");
-    j.field("datagrams", rx_.datagrams);
-    j.field("malformed", rx_.malformed_total);
-    j.begin_object("malformed_by_reason");
+    j["totals"] = json::Json::object();
+    j["totals"]["updates_sent"] = total.updates_sent;
+    j["totals"]["chunks_sent"] = total.chunks_sent;
+    j["totals"]["contributions_sent"] = total.chunks_sent;
+    j["totals"]["bytes_sent"] = total.bytes_sent;
+    j["totals"]["feedback_received"] = total.feedback_received + rx_.feedback_other;
+    j["totals"]["credit_messages"] = total.credit_messages;
+    j["totals"]["credits_received"] = total.credits_received;
+    j["totals"]["ce_echoed"] = total.ce_echoed;
+    j["totals"]["chunks_per_s"] = elapsed_s > 0 ? static_cast<double>(total.chunks_sent) / elapsed_s : 0.0;
+    j["totals"]["mbit_per_s"] = elapsed_s > 0 ? static_cast<double>(total.bytes_sent) * 8.0 / elapsed_s / 1e6 : 0.0;
+    j["send_errors"] = send_errors_;
+    j["window_timeouts"] = window_timeouts_;
+    j["window_stalls"] = window_stalls_;
+    j["in_flight_at_exit"] = total_in_flight();
+    j["rx"] = json::Json::object();
+    j["rx"]["datagrams"] = rx_.datagrams;
+    j["rx"]["malformed"] = rx_.malformed_total;
+    j["rx"]["malformed_by_reason"] = json::Json::object();
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j.field(json_key(proto::to_string(static_cast<proto::DecodeError>(i))), rx_.malformed[static_cast<std::size_t>(i)]);
-    j.end_object();
-    j.field("unexpected_type", rx_.unexpected_type);
-    j.field("foreign_cluster", rx_.foreign_cluster);
-    j.field("unknown_worker_credit", rx_.unknown_worker_credit);
-    j.field("excess_credits", rx_.excess_credits);
-    j.field("feedback_other_cluster", rx_.feedback_other);
-    j.end_object();
-    j.end_object();
-    return j.str();
+        j["rx"]["malformed_by_reason"][json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = rx_.malformed[static_cast<std::size_t>(i)];
+    j["rx"]["unexpected_type"] = rx_.unexpected_type;
+    j["rx"]["foreign_cluster"] = rx_.foreign_cluster;
+    j["rx"]["unknown_worker_credit"] = rx_.unknown_worker_credit;
+    j["rx"]["excess_credits"] = rx_.excess_credits;
+    j["rx"]["feedback_other_cluster"] = rx_.feedback_other;
+    return json::pretty(j);
 }
 
 int run_main(int argc, char** argv) {
@@ -605,6 +598,8 @@ int run_main(int argc, char** argv) {
     app.add_option("--drain-ms", opts.drain_ms, "after sending, wait this long for outstanding credits/feedback")
         ->capture_default_str()->check(CLI::Range(0u, 60'000u));
 
+    std::string log_level = "info";
+    logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -613,6 +608,7 @@ int run_main(int argc, char** argv) {
         app.exit(e);  // prints the message
         return kExitUsage;
     }
+    logging::init("shesha-gen", log_level);
     auto usage_error = [](const std::string& msg) {
         fmt::print(stderr, "shesha-gen: {}\n", msg);
         return kExitUsage;
@@ -640,7 +636,7 @@ int run_main(int argc, char** argv) {
     std::string err;
     const int fd = open_udp_socket(sock_opts, err);
     if (fd < 0) {
-        fmt::print(stderr, "shesha-gen: {}\n", err);
+        spdlog::error("{}", err);
         return kExitRuntime;
     }
     sockaddr_in dst{};

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "log_level.h"
 #include "sim_config.h"
 #include "simulator.h"
 #include "slotted.h"
@@ -49,7 +50,7 @@ std::string joined(const std::vector<std::int64_t>& v) {
 int replay(const std::string& path, const std::string& out_dir, bool quiet) {
     std::ifstream in(path);
     if (!in) {
-        std::fprintf(stderr, "shesha-sim: %s: cannot read the file\n", path.c_str());
+        spdlog::error("{}: cannot read the file", path);
         return 2;
     }
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -57,7 +58,7 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet) {
     try {
         r = shesha::sim::parse_replay(text, path);
     } catch (const shesha::sim::ReplayFileError& e) {
-        std::fprintf(stderr, "shesha-sim: %s\n", e.what());
+        spdlog::error("{}", e.what());
         return 2;
     }
     const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload);
@@ -93,7 +94,7 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet) {
         fmt::print("\n");
     }
     if (!run.payloads_exact) {
-        std::fprintf(stderr, "shesha-sim: invariant violated: a merged payload was not exact\n");
+        spdlog::error("invariant violated: a merged payload was not exact");
         return 3;
     }
     bool same_step = false;
@@ -112,7 +113,7 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet) {
         std::error_code ec;
         std::filesystem::create_directories(out_dir, ec);
         if (!write_file(std::filesystem::path(out_dir) / "slots.csv", shesha::sim::slots_csv(run.slots, m), false)) {
-            std::fprintf(stderr, "shesha-sim: cannot write %s/slots.csv\n", out_dir.c_str());
+            spdlog::error("cannot write {}/slots.csv", out_dir);
             return 1;
         }
     }
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     bool quiet = false;
     std::string aggregation, window, feedback;
     std::string replay_path;
+    std::string log_level = "info";
     app.add_option("-c,--config", config_path, "scenario YAML (configs/sim-*.yaml); defaults apply without it");
     app.add_option("-s,--set", overrides, "override a scenario key: section.key=value (repeatable)");
     app.add_option("--aggregation", aggregation, "shortcut for queue.aggregation")->check(CLI::IsMember({"on", "off"}));
@@ -145,12 +147,14 @@ int main(int argc, char** argv) {
                                       "slotted mode and measure its bounds");
     replay_opt->excludes("--config")->excludes("--set")->excludes("--aggregation")->excludes("--window")
         ->excludes("--feedback")->excludes("--append");
+    shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         // --help exits 0; a wrong flag is bad input and exits 2, like a bad file.
         return app.exit(e) == 0 ? 0 : 2;
     }
+    shesha::logging::init("shesha-sim", log_level);
     if (!replay_path.empty()) return replay(replay_path, out_dir, quiet);
 
     if (!aggregation.empty()) overrides.push_back("queue.aggregation=" + aggregation);
@@ -162,7 +166,7 @@ int main(int argc, char** argv) {
         scenario = config_path.empty() ? shesha::sim::load_scenario("", "defaults", overrides)
                                        : shesha::sim::load_scenario_file(config_path, overrides);
     } catch (const shesha::sim::ConfigError& e) {
-        std::fprintf(stderr, "shesha-sim: %s\n", e.what());
+        spdlog::error("{}", e.what());
         return 2;
     }
 
@@ -197,14 +201,14 @@ int main(int argc, char** argv) {
                         write_file(dir / "clusters.csv", shesha::sim::cluster_csv(label, r), append) &&
                         write_file(dir / "series.csv", shesha::sim::series_csv(label, sim.series()), append);
         if (!ok) {
-            std::fprintf(stderr, "shesha-sim: cannot write CSVs under %s\n", out_dir.c_str());
+            spdlog::error("cannot write CSVs under {}", out_dir);
             return 1;
         }
     }
     // Broken conservation or inexact sums would be simulator (or queue) bugs: fail loudly.
     if (r.contributions_sent != r.contributions_applied + r.contributions_dropped || r.verify_failures != 0 ||
         r.learner_rejects != 0) {
-        std::fprintf(stderr, "shesha-sim: invariant violated (conservation or exact sums)\n");
+        spdlog::error("invariant violated (conservation or exact sums)");
         return 3;
     }
     return 0;

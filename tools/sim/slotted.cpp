@@ -8,12 +8,12 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "aggregating_queue.h"
 #include "pipeline.h"
 #include "frame.h"
 #include "gradient_pattern.h"
+#include "json_io.h"
 #include "protocol.h"
 #include "transport/credit_planner.h"
 #include "transport/credit_sender.h"
@@ -410,30 +410,17 @@ SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds&
     return m;
 }
 
-namespace {
-
-template <class T> T required(const YAML::Node& parent, const char* key, const std::string& path) {
-    const YAML::Node n = parent[key];
-    if (!n) throw ReplayFileError(fmt::format("missing key {}{}", path, key));
-    try {
-        return n.as<T>();
-    } catch (const YAML::Exception&) {
-        throw ReplayFileError(fmt::format("key {}{}: wrong type", path, key));
-    }
-}
-
-}  // namespace
-
 SlottedReplay parse_replay(const std::string& json_text, const std::string& source) {
+    using json::required;
     SlottedReplay r;
     try {
-        const YAML::Node root = YAML::Load(json_text);
-        if (!root.IsMap()) throw ReplayFileError("expected a JSON object at the top");
-        r.property = required<std::string>(root, "property", "");
-        r.step = required<int>(root, "step", "");
-        r.what = required<std::string>(root, "what", "");
-        const YAML::Node m = root["model"];
-        if (!m || !m.IsMap()) throw ReplayFileError("missing object model");
+        const json::Json root = json::parse(json_text, source);
+        if (!root.is_object()) throw json::KeyError("expected a JSON object at the top");
+        r.property = required<std::string>(root, "property");
+        r.step = required<int>(root, "step");
+        r.what = required<std::string>(root, "what");
+        if (!root.contains("model") || !root["model"].is_object()) throw json::KeyError("missing object model");
+        const json::Json& m = root["model"];
         SlottedSystem& s = r.system;
         s.clusters = required<int>(m, "clusters", "model.");
         s.horizon = required<int>(m, "horizon", "model.");
@@ -454,26 +441,33 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
         s.gain = required<double>(m, "gain", "model.");
         s.alpha_init = required<double>(m, "alpha_init", "model.");
         s.congestion_threshold = required<int>(m, "congestion_threshold", "model.");
-        if (m["unmerged_clusters"]) s.unmerged_clusters = required<unsigned>(m, "unmerged_clusters", "model.");
-        if (m["w_max_by_cluster"]) s.w_max_by_cluster = required<std::vector<int>>(m, "w_max_by_cluster", "model.");
-        const YAML::Node props = root["properties"];
-        if (props && props.IsMap()) {
-            if (const YAML::Node f = props["fairness"])
+        if (auto v = json::optional<unsigned>(m, "unmerged_clusters", "model.")) s.unmerged_clusters = *v;
+        if (auto v = json::optional<std::vector<int>>(m, "w_max_by_cluster", "model.")) s.w_max_by_cluster = *v;
+        if (root.contains("properties") && root["properties"].is_object()) {
+            const json::Json& props = root["properties"];
+            if (props.contains("fairness")) {
+                const json::Json& f = props["fairness"];
                 r.bounds.fairness = FairnessBound{required<int>(f, "window", "properties.fairness."),
                                                   required<int>(f, "epsilon", "properties.fairness.")};
-            if (const YAML::Node x = props["responsiveness"])
+            }
+            if (props.contains("responsiveness")) {
+                const json::Json& x = props["responsiveness"];
                 r.bounds.responsiveness = ResponsivenessBound{required<int>(x, "within", "properties.responsiveness."),
                                                               required<int>(x, "threshold", "properties.responsiveness.")};
-            if (const YAML::Node a = props["aom"]) r.bounds.aom = AomBound{required<int>(a, "bound", "properties.aom.")};
+            }
+            if (props.contains("aom"))
+                r.bounds.aom = AomBound{required<int>(props["aom"], "bound", "properties.aom.")};
         }
-        const YAML::Node steps = root["steps"];
-        if (!steps || !steps.IsSequence()) throw ReplayFileError("missing list steps");
+        if (!root.contains("steps") || !root["steps"].is_array()) throw json::KeyError("missing list steps");
+        const json::Json& steps = root["steps"];
         for (std::size_t t = 0; t < steps.size(); ++t)
             r.workload.push_back(required<std::vector<int>>(steps[t], "send", fmt::format("steps[{}].", t)));
-    } catch (const YAML::Exception& e) {
-        throw ReplayFileError(fmt::format("{}: not a counterexample file: {}", source, e.msg));
-    } catch (const ReplayFileError& e) {
+    } catch (const json::KeyError& e) {
         throw ReplayFileError(fmt::format("{}: {}", source, e.what()));
+    } catch (const json::Error& e) {
+        // Syntax: json::parse names the source already.
+        throw ReplayFileError(fmt::format("{}: not a counterexample file: {}", source,
+                                          std::string_view(e.what()).substr(source.size() + 2)));
     }
     const SlottedSystem& s = r.system;
     if (const std::string err = validate(s); !err.empty()) throw ReplayFileError(source + ": " + err);

@@ -22,7 +22,8 @@
 
 #include "aom_tracker.h"
 #include "gradient_pattern.h"
-#include "json_writer.h"
+#include "json_io.h"
+#include "log_level.h"
 #include "latency_histogram.h"
 #include "protocol.h"
 #include "tool_util.h"
@@ -214,12 +215,11 @@ void Sink::handle_gradient(const proto::Message& msg, const sockaddr_in& from, b
                 const float expected = bad_index == 0 ? static_cast<float>(h.contrib_count)
                                      : bad_index >= 2 && n >= 2 ? elems_[1] * pattern::g(h.cluster_id, h.chunk_index, bad_index)
                                                                 : 0.0f;
-                fmt::print(stderr,
-                           "shesha-sink: BAD SUM ({}) from {}: cluster {} worker {} seq {} version {} chunk {}/{} "
-                           "contrib {} flags 0x{:02x}: element {} = {} (expected {}{})\n",
-                           check_name(check), format_endpoint(from), h.cluster_id, h.worker_id, h.seq,
-                           h.model_version, h.chunk_index, h.chunk_count, h.contrib_count, h.flags, bad_index, found,
-                           expected, bad_index == 1 ? ", weight sum out of range" : "");
+                spdlog::warn("BAD SUM ({}) from {}: cluster {} worker {} seq {} version {} chunk {}/{} "
+                             "contrib {} flags 0x{:02x}: element {} = {} (expected {}{})",
+                             check_name(check), format_endpoint(from), h.cluster_id, h.worker_id, h.seq,
+                             h.model_version, h.chunk_index, h.chunk_count, h.contrib_count, h.flags, bad_index, found,
+                             expected, bad_index == 1 ? ", weight sum out of range" : "");
             }
         }
     } else {
@@ -318,8 +318,8 @@ int Sink::receive_batch() {
 }
 
 void Sink::progress_line(std::uint64_t now_mono) {
-    fmt::print(stderr, "shesha-sink: t={:.1f}s datagrams={} chunks={} contributions={} merged={} exact={} bad={} "
-                       "malformed={} credits_sent={} kernel_drops={}\n",
+    spdlog::info("t={:.1f}s datagrams={} chunks={} contributions={} merged={} exact={} bad={} "
+                 "malformed={} credits_sent={} kernel_drops={}",
                static_cast<double>(now_mono - start_mono_) / 1e9, c_.datagrams, c_.chunks, c_.contributions,
                c_.merged_chunks, c_.exact, c_.bad, c_.malformed_total, c_.credits_sent, c_.kernel_drops);
 }
@@ -340,7 +340,7 @@ int Sink::run() {
         for (int b = 0; b < 64; ++b) {
             const int n = receive_batch();
             if (n < 0) {
-                fmt::print(stderr, "shesha-sink: recvmmsg: {}\n", std::strerror(errno));
+                spdlog::error("recvmmsg: {}", std::strerror(errno));
                 failed = true;
                 break;
             }
@@ -379,7 +379,7 @@ int Sink::run() {
     if (!opts_.json.empty()) {
         std::string err;
         if (!write_text_file(opts_.json, summary_json(elapsed_s), err)) {
-            fmt::print(stderr, "shesha-sink: {}\n", err);
+            spdlog::error("{}", err);
             return kExitRuntime;
         }
     }
@@ -387,14 +387,12 @@ int Sink::run() {
     return c_.bad > 0 ? kExitBadSums : 0;
 }
 
-void write_age(JsonWriter& j, std::string_view key, const LatencyHistogram& h) {
-    j.begin_object(key);
-    j.field("count", h.count());
-    j.field("mean", ns_to_ms(h.mean()));
-    j.field("p50", ns_to_ms(static_cast<double>(h.percentile(0.50))));
-    j.field("p99", ns_to_ms(static_cast<double>(h.percentile(0.99))));
-    j.field("max", ns_to_ms(static_cast<double>(h.max())));
-    j.end_object();
+json::Json age_json(const LatencyHistogram& h) {
+    return {{"count", h.count()},
+            {"mean", ns_to_ms(h.mean())},
+            {"p50", ns_to_ms(static_cast<double>(h.percentile(0.50)))},
+            {"p99", ns_to_ms(static_cast<double>(h.percentile(0.99)))},
+            {"max", ns_to_ms(static_cast<double>(h.max()))}};
 }
 
 double active_seconds(std::uint64_t first_ns, std::uint64_t last_ns) {
@@ -404,90 +402,80 @@ double active_seconds(std::uint64_t first_ns, std::uint64_t last_ns) {
 double per_second(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0.0; }
 
 std::string Sink::summary_json(double elapsed_s) {
-    JsonWriter j;
-    j.begin_object();
-    j.field("tool", "shesha-sink");
-    j.field("duration_s", elapsed_s);
-    j.field("datagrams", c_.datagrams);
-    j.field("bytes", c_.bytes);
-    j.field("kernel_drops", c_.kernel_drops);
-    j.begin_object("malformed");
-    j.field("total", c_.malformed_total);
-    j.field("oversize", c_.oversize);
+    json::Json j = json::Json::object();
+    j["tool"] = "shesha-sink";
+    j["duration_s"] = elapsed_s;
+    j["datagrams"] = c_.datagrams;
+    j["bytes"] = c_.bytes;
+    j["kernel_drops"] = c_.kernel_drops;
+    j["malformed"] = json::Json::object();
+    j["malformed"]["total"] = c_.malformed_total;
+    j["malformed"]["oversize"] = c_.oversize;
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j.field(json_key(proto::to_string(static_cast<proto::DecodeError>(i))), c_.malformed[static_cast<std::size_t>(i)]);
-    j.end_object();
-    j.begin_object("by_type");
-    j.field("gradient", c_.by_type[1]);
-    j.field("model", c_.by_type[2]);
-    j.field("credit", c_.by_type[3]);
-    j.field("feedback", c_.by_type[4]);
-    j.end_object();
-    j.begin_object("verify");
-    j.field("exact", c_.exact);
-    j.field("bad", c_.bad);
-    j.field("bad_merged", c_.bad_merged);
+        j["malformed"][json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c_.malformed[static_cast<std::size_t>(i)];
+    j["by_type"] = json::Json::object();
+    j["by_type"]["gradient"] = c_.by_type[1];
+    j["by_type"]["model"] = c_.by_type[2];
+    j["by_type"]["credit"] = c_.by_type[3];
+    j["by_type"]["feedback"] = c_.by_type[4];
+    j["verify"] = json::Json::object();
+    j["verify"]["exact"] = c_.exact;
+    j["verify"]["bad"] = c_.bad;
+    j["verify"]["bad_merged"] = c_.bad_merged;
     for (int i = 1; i < kPatternCheckCount; ++i)
-        j.field(check_name(static_cast<pattern::Check>(i)), c_.bad_by_check[static_cast<std::size_t>(i)]);
-    j.field("bf16_unverified", c_.bf16_unverified);
-    j.field("elem_count_mismatch", c_.elem_count_mismatch);
-    j.end_object();
-    j.field("credits_sent", c_.credits_sent);
-    j.field("credit_send_errors", c_.credit_send_errors);
+        j["verify"][check_name(static_cast<pattern::Check>(i))] = c_.bad_by_check[static_cast<std::size_t>(i)];
+    j["verify"]["bf16_unverified"] = c_.bf16_unverified;
+    j["verify"]["elem_count_mismatch"] = c_.elem_count_mismatch;
+    j["credits_sent"] = c_.credits_sent;
+    j["credit_send_errors"] = c_.credit_send_errors;
 
-    j.begin_array("clusters");
+    j["clusters"] = json::Json::array();
     for (const auto& [id, cs] : clusters_) {
-        j.begin_object();
-        j.field("cluster_id", std::uint32_t{id});
-        j.field("chunks", cs->chunks);
-        j.field("contributions", cs->contributions);
-        j.field("merged_chunks", cs->merged_chunks);
-        j.field("merge_ratio", cs->chunks ? static_cast<double>(cs->contributions) / static_cast<double>(cs->chunks) : 0.0);
-        j.field("max_contrib", cs->max_contrib);
-        j.field("ce_marked", cs->ce_marked);
-        j.field("ip_ce_marked", cs->ip_ce_marked);
-        j.field("exact", cs->exact);
-        j.field("bad", cs->bad);
-        j.field("bytes", cs->bytes);
-        j.field("negative_ages", cs->negative_ages);
-        write_age(j, "age_latest_ms", cs->age_latest);
-        write_age(j, "age_earliest_ms", cs->age_earliest);
-        j.begin_object("aom_ms");
-        j.field("mean", ns_to_ms(cs->aom.mean_ns()));
-        j.field("peak", ns_to_ms(static_cast<double>(cs->aom.peak_ns())));
-        j.field("samples", cs->aom.samples());
-        j.end_object();
-        j.begin_object("aom_active_ms");
-        j.field("mean", ns_to_ms(cs->aom_active.mean_ns()));
-        j.field("peak", ns_to_ms(static_cast<double>(cs->aom_active.peak_ns())));
-        j.field("samples", cs->aom_active.samples());
-        j.end_object();
+        json::Json& item = j["clusters"].emplace_back(json::Json::object());
+        item["cluster_id"] = std::uint32_t{id};
+        item["chunks"] = cs->chunks;
+        item["contributions"] = cs->contributions;
+        item["merged_chunks"] = cs->merged_chunks;
+        item["merge_ratio"] = cs->chunks ? static_cast<double>(cs->contributions) / static_cast<double>(cs->chunks) : 0.0;
+        item["max_contrib"] = cs->max_contrib;
+        item["ce_marked"] = cs->ce_marked;
+        item["ip_ce_marked"] = cs->ip_ce_marked;
+        item["exact"] = cs->exact;
+        item["bad"] = cs->bad;
+        item["bytes"] = cs->bytes;
+        item["negative_ages"] = cs->negative_ages;
+        item["age_latest_ms"] = age_json(cs->age_latest);
+        item["age_earliest_ms"] = age_json(cs->age_earliest);
+        item["aom_ms"] = json::Json::object();
+        item["aom_ms"]["mean"] = ns_to_ms(cs->aom.mean_ns());
+        item["aom_ms"]["peak"] = ns_to_ms(static_cast<double>(cs->aom.peak_ns()));
+        item["aom_ms"]["samples"] = cs->aom.samples();
+        item["aom_active_ms"] = json::Json::object();
+        item["aom_active_ms"]["mean"] = ns_to_ms(cs->aom_active.mean_ns());
+        item["aom_active_ms"]["peak"] = ns_to_ms(static_cast<double>(cs->aom_active.peak_ns()));
+        item["aom_active_ms"]["samples"] = cs->aom_active.samples();
         const double active = active_seconds(cs->first_rx_ns, cs->last_rx_ns);
-        j.field("active_s", active);
-        j.field("chunks_per_s", per_second(static_cast<double>(cs->chunks), active));
-        j.field("mbit_per_s", per_second(static_cast<double>(cs->bytes) * 8.0 / 1e6, active));
-        j.end_object();
+        item["active_s"] = active;
+        item["chunks_per_s"] = per_second(static_cast<double>(cs->chunks), active);
+        item["mbit_per_s"] = per_second(static_cast<double>(cs->bytes) * 8.0 / 1e6, active);
     }
-    j.end_array();
 
     const double active = active_seconds(c_.first_gradient_ns, c_.last_gradient_ns);
-    j.begin_object("totals");
-    j.field("chunks", c_.chunks);
-    j.field("contributions", c_.contributions);
-    j.field("merged_chunks", c_.merged_chunks);
-    j.field("merge_ratio", c_.chunks ? static_cast<double>(c_.contributions) / static_cast<double>(c_.chunks) : 0.0);
-    j.field("ce_marked", c_.ce_marked);
-    j.field("ip_ce_marked", c_.ip_ce_marked);
-    j.field("exact", c_.exact);
-    j.field("bad", c_.bad);
-    j.field("gradient_bytes", c_.gradient_bytes);
-    j.field("untracked_cluster_chunks", c_.untracked_cluster_chunks);
-    j.field("active_s", active);
-    j.field("chunks_per_s", per_second(static_cast<double>(c_.chunks), active));
-    j.field("mbit_per_s", per_second(static_cast<double>(c_.gradient_bytes) * 8.0 / 1e6, active));
-    j.end_object();
-    j.end_object();
-    return j.str();
+    j["totals"] = json::Json::object();
+    j["totals"]["chunks"] = c_.chunks;
+    j["totals"]["contributions"] = c_.contributions;
+    j["totals"]["merged_chunks"] = c_.merged_chunks;
+    j["totals"]["merge_ratio"] = c_.chunks ? static_cast<double>(c_.contributions) / static_cast<double>(c_.chunks) : 0.0;
+    j["totals"]["ce_marked"] = c_.ce_marked;
+    j["totals"]["ip_ce_marked"] = c_.ip_ce_marked;
+    j["totals"]["exact"] = c_.exact;
+    j["totals"]["bad"] = c_.bad;
+    j["totals"]["gradient_bytes"] = c_.gradient_bytes;
+    j["totals"]["untracked_cluster_chunks"] = c_.untracked_cluster_chunks;
+    j["totals"]["active_s"] = active;
+    j["totals"]["chunks_per_s"] = per_second(static_cast<double>(c_.chunks), active);
+    j["totals"]["mbit_per_s"] = per_second(static_cast<double>(c_.gradient_bytes) * 8.0 / 1e6, active);
+    return json::pretty(j);
 }
 
 void Sink::print_table(double elapsed_s) {
@@ -542,6 +530,8 @@ int run_main(int argc, char** argv) {
         ->check(CLI::Range(1u, std::uint32_t{proto::kMaxElements}));
     app.add_option("--rcvbuf", opts.rcvbuf_bytes, "socket receive buffer bytes")->capture_default_str()
         ->check(CLI::Range(65536, 1 << 30));
+    std::string log_level = "info";
+    logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -550,6 +540,7 @@ int run_main(int argc, char** argv) {
         app.exit(e);
         return kExitUsage;
     }
+    logging::init("shesha-sink", log_level);
     if (duration->count() == 0 && idle->count() == 0) {
         fmt::print(stderr, "shesha-sink: one of --duration or --until-idle is required (the run must be bounded)\n");
         return kExitUsage;
@@ -569,7 +560,7 @@ int run_main(int argc, char** argv) {
     std::string err;
     const int fd = open_udp_socket(sock_opts, err);
     if (fd < 0) {
-        fmt::print(stderr, "shesha-sink: {}\n", err);
+        spdlog::error("{}", err);
         return kExitRuntime;
     }
     install_stop_signals();

@@ -5,78 +5,82 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+
+#include "json_io.h"
 
 namespace shesha::verify {
 namespace {
 
-std::string quoted(const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-        if (ch == '"' || ch == '\\') out += '\\';
-        if (ch == '\n') { out += "\\n"; continue; }
-        out += ch;
-    }
-    return out + "\"";
-}
-
-template <class T> std::string list(const std::vector<T>& v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(static_cast<long long>(v[i]));
-    return out + "]";
+template <class T> json::Json list(const std::vector<T>& v) {
+    json::Json out = json::Json::array();
+    for (const T& x : v) out.push_back(static_cast<long long>(x));
+    return out;
 }
 
 }  // namespace
 
 std::string to_json(const Counterexample& cex) {
     const ModelParams& m = cex.config.model;
-    std::string s = "{\n";
-    s += fmt::format("  \"property\": {},\n  \"step\": {},\n  \"what\": {},\n", quoted(cex.property), cex.step,
-                     quoted(cex.what));
-    s += "  \"model\": {";
-    s += fmt::format("\"clusters\": {}, \"horizon\": {}, \"chunks\": {}, \"elems_per_chunk\": {}, "
-                     "\"service_rate\": {}, \"max_arrivals\": {}, \"credit_delay\": {}, \"feedback_delay\": {}, "
-                     "\"feedback\": {}, \"queue_packets\": {}, \"mark_depth\": {}, \"aggregation\": {}, "
-                     "\"w_init\": {}, \"w_min\": {}, \"w_max\": {}, \"additive_increase\": {}, \"gain\": {}, "
-                     "\"alpha_init\": {}, \"congestion_threshold\": {}, \"exact_window\": {}, \"unmerged_clusters\": {}, \"w_max_by_cluster\": {}}},\n",
-                     m.clusters, m.horizon, m.chunks, m.elems_per_chunk, m.service_rate, m.max_arrivals,
-                     m.credit_delay, m.feedback_delay, m.feedback, m.queue_packets, m.mark_depth, m.aggregation,
-                     m.w_init, m.w_min, m.w_max, m.additive_increase, m.gain, m.alpha_init, m.congestion_threshold,
-                     m.exact_window, m.unmerged_clusters, list(m.w_max_by_cluster));
-    s += "  \"properties\": {";
-    std::string props;
+    json::Json j;
+    j["property"] = cex.property;
+    j["step"] = cex.step;
+    j["what"] = cex.what;
+    j["model"] = {{"clusters", m.clusters},
+                  {"horizon", m.horizon},
+                  {"chunks", m.chunks},
+                  {"elems_per_chunk", m.elems_per_chunk},
+                  {"service_rate", m.service_rate},
+                  {"max_arrivals", m.max_arrivals},
+                  {"credit_delay", m.credit_delay},
+                  {"feedback_delay", m.feedback_delay},
+                  {"feedback", m.feedback},
+                  {"queue_packets", m.queue_packets},
+                  {"mark_depth", m.mark_depth},
+                  {"aggregation", m.aggregation},
+                  {"w_init", m.w_init},
+                  {"w_min", m.w_min},
+                  {"w_max", m.w_max},
+                  {"additive_increase", m.additive_increase},
+                  {"gain", m.gain},
+                  {"alpha_init", m.alpha_init},
+                  {"congestion_threshold", m.congestion_threshold},
+                  {"exact_window", m.exact_window},
+                  {"unmerged_clusters", m.unmerged_clusters},
+                  {"w_max_by_cluster", list(m.w_max_by_cluster)}};
+    json::Json props = json::Json::object();
     if (cex.config.fairness)
-        props += fmt::format("\"fairness\": {{\"window\": {}, \"epsilon\": {}}}", cex.config.fairness->window,
-                             cex.config.fairness->epsilon);
+        props["fairness"] = {{"window", cex.config.fairness->window}, {"epsilon", cex.config.fairness->epsilon}};
     if (cex.config.responsiveness)
-        props += fmt::format("{}\"responsiveness\": {{\"within\": {}, \"threshold\": {}}}", props.empty() ? "" : ", ",
-                             cex.config.responsiveness->within, cex.config.responsiveness->threshold);
-    if (cex.config.aom) props += fmt::format("{}\"aom\": {{\"bound\": {}}}", props.empty() ? "" : ", ", cex.config.aom->bound);
-    s += props + "},\n";
-    s += "  \"steps\": [\n";
+        props["responsiveness"] = {{"within", cex.config.responsiveness->within},
+                                   {"threshold", cex.config.responsiveness->threshold}};
+    if (cex.config.aom) props["aom"] = {{"bound", cex.config.aom->bound}};
+    j["properties"] = std::move(props);
+    json::Json steps = json::Json::array();
     for (size_t t = 0; t < cex.workload.size(); ++t) {
-        s += fmt::format("    {{\"t\": {}, \"send\": {}", t, list(cex.workload[t]));
+        json::Json step = {{"t", t}, {"send", list(cex.workload[t])}};
         if (t < cex.model_trace.size()) {
             const auto& r = cex.model_trace[t];
             std::vector<int> cut, marked;
             for (bool b : r.cut) cut.push_back(b);
             for (bool b : r.arrival_marked) marked.push_back(b);
-            std::string deps = "[";
+            json::Json deps = json::Json::array();
             for (const auto& dep : r.departures)
-                if (dep.valid)
-                    deps += fmt::format("{}[{}, {}, {}]", deps.size() > 1 ? ", " : "", dep.cluster, dep.contrib,
-                                        dep.marked ? 1 : 0);
-            deps += "]";
-            s += fmt::format(", \"model_sent\": {}, \"depth_after_arrivals\": {}, \"depth_end\": {}, \"drops\": {}, "
-                             "\"departures\": {}, \"marked_arrivals\": {}, \"cut\": {}, \"window\": {}, "
-                             "\"in_flight\": {}",
-                             list(r.sent), r.depth_after_arrivals, r.depth_end, r.drops, deps, list(marked), list(cut),
-                             list(r.window), list(r.in_flight));
+                if (dep.valid) deps.push_back({dep.cluster, dep.contrib, dep.marked ? 1 : 0});
+            step["model_sent"] = list(r.sent);
+            step["depth_after_arrivals"] = r.depth_after_arrivals;
+            step["depth_end"] = r.depth_end;
+            step["drops"] = r.drops;
+            step["departures"] = std::move(deps);
+            step["marked_arrivals"] = list(marked);
+            step["cut"] = list(cut);
+            step["window"] = list(r.window);
+            step["in_flight"] = list(r.in_flight);
         }
-        s += t + 1 < cex.workload.size() ? "},\n" : "}\n";
+        steps.push_back(std::move(step));
     }
-    s += "  ]\n}\n";
-    return s;
+    j["steps"] = std::move(steps);
+    // One line per step: the file stays readable (and editable with sed) at long horizons.
+    return json::rows(j);
 }
 
 Counterexample counterexample_from_json(const std::string& text, const std::string& source) {
@@ -92,26 +96,33 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
         cex.config.responsiveness = ResponsivenessSpec{common.bounds.responsiveness->within, common.bounds.responsiveness->threshold};
     if (common.bounds.aom) cex.config.aom = AomSpec{common.bounds.aom->bound};
     cex.workload = common.workload;
+    using json::required;
     try {
-        const YAML::Node root = YAML::Load(text);
-        if (root["model"]["exact_window"]) cex.config.model.exact_window = root["model"]["exact_window"].as<bool>();
+        // parse_replay accepted the text: it is valid JSON with an object model and a list steps.
+        const json::Json root = json::parse(text, source);
+        if (auto v = json::optional<bool>(root["model"], "exact_window", "model.")) cex.config.model.exact_window = *v;
         // The model's trace, for comparison with the real run.
-        for (const auto& step : root["steps"]) {
-            if (!step["depth_end"]) break;
+        const json::Json& steps = root["steps"];
+        for (std::size_t t = 0; t < steps.size(); ++t) {
+            const json::Json& step = steps[t];
+            if (!step.contains("depth_end")) break;
+            const std::string at = fmt::format("steps[{}].", t);
             StepRecord<ConcreteDomain> r;
-            for (int v : step["model_sent"].as<std::vector<int>>()) r.sent.push_back(v);
-            r.depth_after_arrivals = step["depth_after_arrivals"].as<int>();
-            r.depth_end = step["depth_end"].as<int>();
-            r.drops = step["drops"].as<int>();
-            for (const auto& dep : step["departures"])
-                r.departures.push_back({true, dep[0].as<int>(), dep[1].as<int>(), dep[2].as<int>() != 0});
-            for (int v : step["marked_arrivals"].as<std::vector<int>>()) r.arrival_marked.push_back(v != 0);
-            for (int v : step["cut"].as<std::vector<int>>()) r.cut.push_back(v != 0);
-            for (int v : step["window"].as<std::vector<int>>()) r.window.push_back(v);
-            for (int v : step["in_flight"].as<std::vector<int>>()) r.in_flight.push_back(v);
+            for (int v : required<std::vector<int>>(step, "model_sent", at)) r.sent.push_back(v);
+            r.depth_after_arrivals = required<int>(step, "depth_after_arrivals", at);
+            r.depth_end = required<int>(step, "depth_end", at);
+            r.drops = required<int>(step, "drops", at);
+            for (const auto& dep : required<std::vector<std::vector<int>>>(step, "departures", at)) {
+                if (dep.size() != 3) throw json::KeyError("key " + at + "departures: wrong type (expected [cluster, contributions, marked])");
+                r.departures.push_back({true, dep[0], dep[1], dep[2] != 0});
+            }
+            for (int v : required<std::vector<int>>(step, "marked_arrivals", at)) r.arrival_marked.push_back(v != 0);
+            for (int v : required<std::vector<int>>(step, "cut", at)) r.cut.push_back(v != 0);
+            for (int v : required<std::vector<int>>(step, "window", at)) r.window.push_back(v);
+            for (int v : required<std::vector<int>>(step, "in_flight", at)) r.in_flight.push_back(v);
             cex.model_trace.push_back(std::move(r));
         }
-    } catch (const YAML::Exception& e) {
+    } catch (const json::Error& e) {
         throw std::runtime_error(source + ": not a shesha-verify counterexample: " + e.what());
     }
     cex.config.source = source;

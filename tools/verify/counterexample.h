@@ -1,5 +1,5 @@
 // A counterexample: the parameters, the workload step by step, and the model's own trace, as
-// JSON (written by hand, read back with yaml-cpp since JSON is YAML's flow style).
+// JSON (nlohmann-json, common/json_io.h; one line per step).
 #pragma once
 
 #include <string>

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "implementation.h"
+#include "log_level.h"
 #include "symbolic.h"
 #include "verify_config.h"
 
@@ -52,7 +53,7 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
     for (Property p : props) {
         // Z3 gives no progress of its own and large horizons take minutes: say what is running.
         std::fflush(stdout);
-        std::fprintf(stderr, "%s: solving (horizon %d)...\n", to_string(p), m.horizon);
+        spdlog::info("{}: solving (horizon {})...", to_string(p), m.horizon);
         const CheckResult r = check_property(cfg, p);
         if (r.verified) {
             fmt::print("{}: verified within bounds (horizon {}) in {:.3f} s\n", to_string(p), m.horizon, r.solve_seconds);
@@ -108,6 +109,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> props;
     int horizon = 0, runs = 100;
     unsigned seed = 1;
+    std::string log_level = "info";
+    shesha::logging::add_log_level_option(app, log_level);
+    // --log-level may also follow the subcommand.
+    app.fallthrough();
     auto* check = app.add_subcommand("check", "verify the configured properties within the bounds");
     check->add_option("config", config, "verify YAML")->required();
     check->add_option("--property", props, "fairness, responsiveness or aom (default: all configured)");
@@ -135,12 +140,13 @@ int main(int argc, char** argv) {
         // --help exits 0; a wrong flag is bad input and exits 2, like a bad file.
         return app.exit(e) == 0 ? 0 : 2;
     }
+    shesha::logging::init("shesha-verify", log_level);
     try {
         if (*check) return cmd_check(config, props, horizon, out_dir);
         if (*rep) return cmd_replay(file);
         if (*agree) return cmd_agree(config, runs, seed);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "shesha-verify: %s\n", e.what());
+        spdlog::error("{}", e.what());
         return 2;
     }
     return 2;
