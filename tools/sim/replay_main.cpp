@@ -14,7 +14,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <pcap/pcap.h>
+#include <spdlog/spdlog.h>
 
+#include "json_io.h"
+#include "log_level.h"
 #include "pipeline.h"
 #include "switch_config.h"
 
@@ -67,11 +70,10 @@ struct ReplayIo {
     std::vector<pcap_dumper_t*> outputs;
 };
 
-std::string json_fields(const std::vector<std::pair<const char*, std::uint64_t>>& fields) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < fields.size(); ++i)
-        out += fmt::format("{}\"{}\": {}", i ? ", " : "", fields[i].first, fields[i].second);
-    return out + "}";
+json::Json fields(std::initializer_list<std::pair<const char*, std::uint64_t>> list) {
+    json::Json j = json::Json::object();
+    for (const auto& [k, v] : list) j[k] = v;
+    return j;
 }
 
 }  // namespace
@@ -84,7 +86,10 @@ int main(int argc, char** argv) {
     app.add_option("--in", inputs, "PORT=FILE: the capture port PORT receives (repeatable; ports without one receive nothing)");
     app.add_option("--out", outputs, "PORT=FILE: write what port PORT sends to this capture (repeatable)");
     app.add_option("--stats-json", stats_path, "write the counters here (keys as in shesha-switch's stats JSON)");
+    std::string log_level = "info";
+    logging::add_log_level_option(app, log_level);
     CLI11_PARSE(app, argc, argv);
+    logging::init("shesha-replay", log_level);
 
     core::SwitchConfig cfg;
     try {
@@ -152,7 +157,7 @@ int main(int argc, char** argv) {
                     const int r = pcap_next_ex(in[p], &h, &bytes);
                     if (r != 1) {
                         if (r == PCAP_ERROR) {
-                            std::fprintf(stderr, "shesha-replay: reading port %s: %s\n", cfg.ports[p].name.c_str(), pcap_geterr(in[p]));
+                            spdlog::error("reading port {}: {}", cfg.ports[p].name, pcap_geterr(in[p]));
                             rc = 1;
                         }
                         pcap_close(in[p]);
@@ -173,39 +178,37 @@ int main(int argc, char** argv) {
         }
 
         if (!stats_path.empty()) {
-            std::string out = "{\n  \"rounds\": " + std::to_string(rounds) + ",\n  \"ports\": [";
+            json::Json out;
+            out["rounds"] = rounds;
+            out["ports"] = json::Json::array();
             for (std::size_t p = 0; p < pipeline.port_count(); ++p) {
                 const auto& port = pipeline.port(p);
                 const auto& q = port.queue.stats();
-                out += fmt::format("{}\n    {{\"name\": \"{}\", ", p ? "," : "", port.name);
-                out += json_fields({{"rx_packets", port.rx.packets}, {"rx_bytes", port.rx.bytes},
-                                    {"tx_packets", port.tx.packets}, {"tx_bytes", port.tx.bytes},
-                                    {"tx_contributions", port.tx.contributions}, {"flooded", port.tx.flooded},
-                                    {"filtered", port.tx.filtered}, {"tx_too_big", port.tx.too_big}}).substr(1);
-                out.pop_back();
-                out += ", \"queue\": " + json_fields({{"enqueued", q.enqueued}, {"merged", q.merged},
-                                                      {"bytes_saved", q.bytes_saved}, {"merge_refused", q.merge_refused},
-                                                      {"mergeable_arrivals", q.mergeable_arrivals}, {"dropped", q.dropped},
-                                                      {"dequeued", q.dequeued}, {"marked", q.marked},
-                                                      {"ecn_ce_set", q.ecn_ce_set}}) + "}";
+                json::Json j = fields({{"rx_packets", port.rx.packets}, {"rx_bytes", port.rx.bytes},
+                                       {"tx_packets", port.tx.packets}, {"tx_bytes", port.tx.bytes},
+                                       {"tx_contributions", port.tx.contributions}, {"flooded", port.tx.flooded},
+                                       {"filtered", port.tx.filtered}, {"tx_too_big", port.tx.too_big}});
+                j["name"] = port.name;
+                j["queue"] = fields({{"enqueued", q.enqueued}, {"merged", q.merged}, {"bytes_saved", q.bytes_saved},
+                                     {"merge_refused", q.merge_refused}, {"mergeable_arrivals", q.mergeable_arrivals},
+                                     {"dropped", q.dropped}, {"dequeued", q.dequeued}, {"marked", q.marked},
+                                     {"ecn_ce_set", q.ecn_ce_set}});
+                out["ports"].push_back(std::move(j));
             }
             const auto& e = pipeline.egress();
             std::uint64_t malformed = rx.bad_frames;
             for (std::size_t i = 1; i < rx.malformed.size(); ++i) malformed += rx.malformed[i];
-            out += "\n  ],\n";
-            out += "  \"frames\": " + json_fields({{"non_ip", rx.non_ip}, {"ip_other", rx.ip_other}, {"shesha", rx.shesha_valid},
-                                                   {"gradient_f32", rx.gradient_f32}, {"malformed", malformed}}) + ",\n";
-            out += "  \"malformed\": " + json_fields({{"total", malformed}, {"bad_frames", rx.bad_frames},
-                                                      {"dropped", e.malformed_dropped}}) + ",\n";
-            out += "  \"gradients\": " + json_fields({{"non_member", e.non_member}, {"non_member_dropped", e.non_member_dropped},
-                                                      {"no_aggregation", e.no_aggregation}, {"unknown_cluster", e.unknown_cluster}}) + ",\n";
-            out += "  \"feedback\": " + json_fields({{"sent", e.feedback_sent}, {"suppressed", e.feedback_suppressed},
-                                                     {"failed", e.feedback_failed}}) + ",\n";
-            out += "  \"fdb\": " + json_fields({{"learned", pipeline.fdb().stats().learned}, {"moved", pipeline.fdb().stats().moved},
-                                                {"size", pipeline.fdb().size()}}) + "\n}\n";
-            std::FILE* f = std::fopen(stats_path.c_str(), "w");
-            if (f == nullptr || std::fputs(out.c_str(), f) < 0 || std::fclose(f) != 0) {
-                std::fprintf(stderr, "shesha-replay: cannot write %s: %s\n", stats_path.c_str(), std::strerror(errno));
+            out["frames"] = fields({{"non_ip", rx.non_ip}, {"ip_other", rx.ip_other}, {"shesha", rx.shesha_valid},
+                                    {"gradient_f32", rx.gradient_f32}, {"malformed", malformed}});
+            out["malformed"] = fields({{"total", malformed}, {"bad_frames", rx.bad_frames}, {"dropped", e.malformed_dropped}});
+            out["gradients"] = fields({{"non_member", e.non_member}, {"non_member_dropped", e.non_member_dropped},
+                                       {"no_aggregation", e.no_aggregation}, {"unknown_cluster", e.unknown_cluster}});
+            out["feedback"] = fields({{"sent", e.feedback_sent}, {"suppressed", e.feedback_suppressed}, {"failed", e.feedback_failed}});
+            out["fdb"] = fields({{"learned", pipeline.fdb().stats().learned}, {"moved", pipeline.fdb().stats().moved},
+                                 {"size", pipeline.fdb().size()}});
+            std::string error;
+            if (!tools::write_text_file(stats_path, json::rows(out), error)) {
+                spdlog::error("{}", error);
                 rc = 1;
             }
         }
