@@ -131,9 +131,16 @@ std::vector<std::uint8_t> gradient_frame(std::uint8_t worker_host, const frame::
 }
 
 // What the tests read back, with the names the switch's stats use.
+struct TxView {
+    std::uint64_t packets, bytes, contributions, refused, dropped, flooded, filtered, queue_drops, too_big;
+};
+struct EgressView {
+    std::uint64_t malformed_dropped, non_member, non_member_dropped, no_aggregation, unknown_cluster, feedback_sent,
+        feedback_suppressed, feedback_failed, clone_failed;
+};
 struct PortView {
     std::uint64_t rx_packets = 0;
-    core::PortTxCounters tx;
+    TxView tx{};
     core::QueueStats queue;
     std::uint64_t queue_depth = 0;
     std::uint64_t tx_pending = 0;
@@ -143,7 +150,7 @@ struct View {
     std::vector<PortView> ports;
     std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};
     std::uint64_t malformed_total = 0, bad_frames = 0, shesha_valid = 0, non_ip = 0, ip_other = 0, gradient_f32 = 0;
-    core::EgressCounters egress;
+    EgressView egress{};
     core::FdbStats fdb;
     std::uint64_t fdb_size = 0;
 };
@@ -193,23 +200,28 @@ struct Rig {
         for (std::size_t i = 0; i < ports; ++i) {
             const auto& p = pipeline->port(i);
             PortView pv;
-            pv.rx_packets = p.rx.packets;
-            pv.tx = p.tx;
+            using enum core::PortCounter;
+            pv.rx_packets = p.rx[RxPackets];
+            pv.tx = {p.tx[TxPackets], p.tx[TxBytes], p.tx[TxContributions], p.tx[TxRefused], p.tx[TxDropped],
+                     p.tx[Flooded],   p.tx[Filtered], p.tx[QueueDrops],    p.tx[TxTooBig]};
             pv.queue = p.queue.stats();
             pv.queue_depth = p.queue.depth();
             pv.tx_pending = p.n_pending;
             pv.merge_ratio = pv.queue.mergeable_arrivals ? double(pv.queue.merged) / double(pv.queue.mergeable_arrivals) : 0;
             v.ports.push_back(pv);
         }
-        v.malformed = rx.malformed;
-        v.bad_frames = rx.bad_frames;
-        v.malformed_total = rx.bad_frames;
-        for (std::size_t i = 1; i < rx.malformed.size(); ++i) v.malformed_total += rx.malformed[i];
-        v.shesha_valid = rx.shesha_valid;
-        v.non_ip = rx.non_ip;
-        v.ip_other = rx.ip_other;
-        v.gradient_f32 = rx.gradient_f32;
-        v.egress = pipeline->egress();
+        using enum core::SwitchCounter;
+        for (int e = 1; e < proto::kDecodeErrorCount; ++e)
+            v.malformed[static_cast<std::size_t>(e)] = rx[core::malformed_counter(static_cast<proto::DecodeError>(e))];
+        v.bad_frames = rx[BadFrames];
+        v.malformed_total = core::malformed_total(rx);
+        v.shesha_valid = rx[Shesha];
+        v.non_ip = rx[NonIp];
+        v.ip_other = rx[IpOther];
+        v.gradient_f32 = rx[GradientF32];
+        const core::SwitchCounters& e = pipeline->egress();
+        v.egress = {e[MalformedDropped], e[NonMember],     e[NonMemberDropped], e[NoAggregation], e[UnknownCluster],
+                    e[FeedbackSent],     e[FeedbackSuppressed], e[FeedbackFailed], e[CloneFailed]};
         v.fdb = pipeline->fdb().stats();
         v.fdb_size = pipeline->fdb().size();
         return v;
@@ -224,7 +236,7 @@ struct Rig {
 
     std::size_t ports;
     VecIo io;
-    core::RxLcoreCounters rx;
+    core::SwitchCounters rx;
     std::vector<std::vector<Frame*>> in;
     std::unique_ptr<core::Pipeline<VecIo>> pipeline;
 };

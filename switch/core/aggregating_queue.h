@@ -104,6 +104,8 @@ public:
 
     // Frame length of the packet at the head (for the shaper), 0 if empty.
     std::uint32_t front_len() const noexcept;
+    // Updates the packet at the head carries (0 for non-gradients or if empty; for DRR).
+    std::uint16_t front_contributions() const noexcept;
     // Removes the head; false if empty. Marks it if its sojourn exceeds the threshold.
     bool dequeue(std::uint64_t now, Departure& out) noexcept;
     // Removes up to max packets from the head into out[0..n) and returns n: the same as n calls of

@@ -1,13 +1,21 @@
-// Counters shared between the lcore that writes them and the threads that read them (main lcore
-// stats, DPDK telemetry thread). Each counter has exactly one writer; the writer does a plain
+// The switch's counters: two enum-indexed tables (per port, and per switch) with one name table
+// each. The pipeline writes them; the stats JSON, the telemetry commands, the Prometheus textfile,
+// the periodic log line, shesha-replay and the simulator all read them through the name tables
+// instead of listing the fields again (the idea of OVS's dpif-netdev-perf.h PMD counters).
+//
+// Each counter has exactly one writer: the lcore that polls a port writes that port's RX entries
+// and its own switch table's RX entries; the egress owner writes the rest. A writer does a plain
 // load + add + relaxed store (no lock prefix, no read-modify-write atomics on the data path) and
-// readers do relaxed loads, so a 64-bit value is never torn.
+// readers do relaxed loads, so a 64-bit value is never torn. Writers on different lcores never
+// share a table (one table per RX context, one for the egress owner; per port, one for RX and one
+// for TX), and a snapshot adds the tables up.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 #include "protocol.h"
@@ -24,55 +32,150 @@ inline std::uint64_t load_relaxed(const std::uint64_t& counter) noexcept {
     return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(counter)).load(std::memory_order_relaxed);
 }
 
-// Per ingress port, written by the lcore that polls the port.
-struct alignas(64) PortRxCounters {
-    std::uint64_t packets = 0;
-    std::uint64_t bytes = 0;
-    std::uint64_t multi_segment = 0;   // forwarded without looking at the Shesha part
+// ---- per port ------------------------------------------------------------------------------------
+enum class PortCounter : std::uint8_t {
+    // RX: written by the lcore that polls the port
+    RxPackets,
+    RxBytes,
+    RxMultiSegment,          // forwarded without looking past the Ethernet header
+    // TX: written by the egress owner
+    TxPackets,
+    TxBytes,
+    TxContributions,         // gradient updates carried by the packets sent
+    TxRefused,               // packet-attempts the NIC refused (kept pending, retried)
+    TxDropped,               // still queued or pending at shutdown: freed, never sent
+    Flooded,                 // frames received on this port that were flooded
+    Filtered,                // destination learned on the ingress port itself: dropped
+    QueueDrops,              // tail drops into this port's queue
+    TxTooBig,                // frames longer than this port's mtu allows: dropped
+    TxDroppedContributions,  // gradient updates in this port's tail drops
+    Count
 };
 
-// Per RX context (one per RX lcore; the single lcore in one-lcore mode).
-struct alignas(64) RxLcoreCounters {
-    std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};  // by DecodeError (index 0 unused)
-    std::uint64_t bad_frames = 0;       // IPv4/UDP headers inconsistent (frame::FrameKind::Malformed)
-    std::uint64_t shesha_valid = 0;     // Shesha messages that decoded cleanly
-    std::uint64_t non_ip = 0;           // frames by class (frame::FrameKind)
-    std::uint64_t ip_other = 0;
-    std::uint64_t gradient_f32 = 0;     // valid fp32 GRADIENTs (merge candidates)
-    std::uint64_t multi_segment = 0;
-    std::uint64_t handoff_drops = 0;    // ring to the egress lcore was full
-    std::uint64_t rounds = 0;
-    std::uint64_t idle_rounds = 0;
+// ---- per switch ----------------------------------------------------------------------------------
+enum class SwitchCounter : std::uint8_t {
+    // RX lcores: classification
+    NonIp,
+    IpOther,
+    Shesha,                  // Shesha messages that decoded cleanly
+    GradientF32,             // valid fp32 GRADIENTs (merge candidates)
+    MultiSegment,
+    BadFrames,               // IPv4/UDP headers inconsistent
+    MalformedFirst,          // one entry per proto::DecodeError after Ok, in its order
+    MalformedLast = MalformedFirst + proto::kDecodeErrorCount - 2,
+    HandoffDrops,            // ring to the egress lcore was full
+    RxRounds,
+    RxIdleRounds,
+    // egress owner: policy, FEEDBACK, internals
+    MalformedDropped,        // malformed frames dropped per config
+    NonMember,               // GRADIENTs from sources outside their cluster's allow-list
+    NonMemberDropped,
+    NoAggregation,           // fp32 GRADIENTs of clusters with aggregation off
+    UnknownCluster,
+    FeedbackSent,
+    FeedbackSuppressed,      // rate limited by FeedbackLimiter
+    FeedbackFailed,          // no buffer, or the NIC refused it
+    CloneFailed,             // flood copies that could not be allocated
+    EgressRounds,
+    EgressIdleRounds,
+    Count
 };
 
-// Per port, written by the egress-owner lcore.
-struct alignas(64) PortTxCounters {
-    std::uint64_t packets = 0;
-    std::uint64_t bytes = 0;
-    std::uint64_t contributions = 0;    // gradient updates carried by the packets sent
-    std::uint64_t refused = 0;          // packet-attempts the NIC refused (kept pending, retried)
-    std::uint64_t dropped = 0;          // still queued or pending at shutdown: freed, never sent
-    std::uint64_t flooded = 0;          // frames received on this port that were flooded
-    std::uint64_t filtered = 0;         // destination learned on the ingress port itself: dropped
-    std::uint64_t queue_drops = 0;      // tail drops into this port's queue
-    std::uint64_t too_big = 0;          // frames longer than this port's mtu allows: dropped
-    std::uint64_t dropped_contributions = 0;  // gradient updates in this port's tail drops
+inline constexpr SwitchCounter malformed_counter(proto::DecodeError e) noexcept {
+    return static_cast<SwitchCounter>(static_cast<int>(SwitchCounter::MalformedFirst) + static_cast<int>(e) - 1);
+}
+
+// Where a counter appears in reports: its section ("port", "frames", "malformed", ...) and key.
+// A counter only grows (Prometheus type counter).
+struct CounterName {
+    std::string_view section;
+    std::string_view key;
 };
 
-// Global counters of the egress-owner lcore.
-struct alignas(64) EgressCounters {
-    std::uint64_t non_member = 0;           // GRADIENTs from sources outside their cluster's allow-list
-    std::uint64_t non_member_dropped = 0;
-    std::uint64_t malformed_dropped = 0;    // malformed frames dropped per config
-    std::uint64_t no_aggregation = 0;       // fp32 GRADIENTs of clusters with aggregation off
-    std::uint64_t unknown_cluster = 0;
-    std::uint64_t feedback_sent = 0;
-    std::uint64_t feedback_suppressed = 0;  // rate limited by FeedbackLimiter
-    std::uint64_t feedback_failed = 0;      // no mbuf or the NIC refused it
-    std::uint64_t clone_failed = 0;         // flood copies that could not be allocated
-    std::uint64_t rounds = 0;
-    std::uint64_t idle_rounds = 0;
+inline constexpr std::array<CounterName, static_cast<std::size_t>(PortCounter::Count)> kPortCounterNames{{
+    {"port", "rx_packets"},
+    {"port", "rx_bytes"},
+    {"port", "rx_multi_segment"},
+    {"port", "tx_packets"},
+    {"port", "tx_bytes"},
+    {"port", "tx_contributions"},
+    {"port", "tx_refused"},
+    {"port", "tx_dropped"},
+    {"port", "flooded"},
+    {"port", "filtered"},
+    {"port", "queue_drops"},
+    {"port", "tx_too_big"},
+    {"port", "tx_dropped_contributions"},
+}};
+
+inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter::Count)> kSwitchCounterNames{{
+    {"frames", "non_ip"},
+    {"frames", "ip_other"},
+    {"frames", "shesha"},
+    {"frames", "gradient_f32"},
+    {"frames", "multi_segment"},
+    {"malformed", "bad_frames"},
+    {"malformed", "short_packet"},
+    {"malformed", "bad_magic"},
+    {"malformed", "bad_version"},
+    {"malformed", "unknown_type"},
+    {"malformed", "unknown_flags"},
+    {"malformed", "bad_elem_type"},
+    {"malformed", "bad_chunk"},
+    {"malformed", "too_many_elements"},
+    {"malformed", "length_mismatch"},
+    {"malformed", "bad_contrib_count"},
+    {"malformed", "bad_timestamps"},
+    {"internal", "handoff_drops"},
+    {"internal", "rx_rounds"},
+    {"internal", "rx_idle_rounds"},
+    {"malformed", "dropped"},
+    {"gradients", "non_member"},
+    {"gradients", "non_member_dropped"},
+    {"gradients", "no_aggregation"},
+    {"gradients", "unknown_cluster"},
+    {"feedback", "sent"},
+    {"feedback", "suppressed"},
+    {"feedback", "failed"},
+    {"internal", "clone_failed"},
+    {"internal", "egress_rounds"},
+    {"internal", "egress_idle_rounds"},
+}};
+static_assert(static_cast<int>(SwitchCounter::MalformedLast) - static_cast<int>(SwitchCounter::MalformedFirst) + 2 ==
+              proto::kDecodeErrorCount);
+
+// An enum-indexed table of single-writer counters, on cache lines of its own.
+template <typename E>
+struct alignas(64) CounterTable {
+    static constexpr std::size_t kSize = static_cast<std::size_t>(E::Count);
+    std::array<std::uint64_t, kSize> values{};
+
+    void add(E c, std::uint64_t n = 1) noexcept { bump(values[static_cast<std::size_t>(c)], n); }
+    std::uint64_t operator[](E c) const noexcept { return values[static_cast<std::size_t>(c)]; }
+    // A copy read with relaxed loads: safe from another thread while the writer runs.
+    CounterTable read() const noexcept {
+        CounterTable t;
+        for (std::size_t i = 0; i < kSize; ++i) t.values[i] = load_relaxed(values[i]);
+        return t;
+    }
+    CounterTable& operator+=(const CounterTable& o) noexcept {
+        for (std::size_t i = 0; i < kSize; ++i) values[i] += o.values[i];
+        return *this;
+    }
 };
+using PortCounters = CounterTable<PortCounter>;
+using SwitchCounters = CounterTable<SwitchCounter>;
+
+inline constexpr const CounterName& name_of(PortCounter c) noexcept { return kPortCounterNames[static_cast<std::size_t>(c)]; }
+inline constexpr const CounterName& name_of(SwitchCounter c) noexcept { return kSwitchCounterNames[static_cast<std::size_t>(c)]; }
+
+// Sum of every malformed reason (decode errors and bad frames): the "malformed total".
+inline std::uint64_t malformed_total(const SwitchCounters& s) noexcept {
+    std::uint64_t total = s[SwitchCounter::BadFrames];
+    for (int i = static_cast<int>(SwitchCounter::MalformedFirst); i <= static_cast<int>(SwitchCounter::MalformedLast); ++i)
+        total += s.values[static_cast<std::size_t>(i)];
+    return total;
+}
 
 // A struct of uint64_t fields published by its single writer, field by field, for readers on other
 // threads. Fields are individually untorn; the set is a best-effort snapshot.
@@ -98,17 +201,5 @@ public:
 private:
     alignas(64) std::array<std::uint64_t, kWords> words_{};
 };
-
-// Reads a counter struct written with bump() from another thread.
-template <typename T>
-T read_counters(const T& live) noexcept {
-    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 8 == 0);
-    std::array<std::uint64_t, sizeof(T) / 8> words;
-    const auto* src = reinterpret_cast<const std::uint64_t*>(&live);
-    for (std::size_t i = 0; i < words.size(); ++i) words[i] = load_relaxed(src[i]);
-    T value;
-    std::memcpy(static_cast<void*>(&value), words.data(), sizeof(T));
-    return value;
-}
 
 }  // namespace shesha::core

@@ -24,6 +24,12 @@ std::vector<ClusterRule> cluster_rules_from(const SwitchConfig& cfg) {
     return rules;
 }
 
+std::vector<SchedulingClass> scheduling_classes_from(const SwitchConfig& cfg) {
+    std::vector<SchedulingClass> classes;
+    for (const auto& c : cfg.clusters) classes.push_back({c.id, c.weight});
+    return classes;
+}
+
 proto::FeedbackBody feedback_body(std::uint16_t port_index, const AggregatingQueue& q, std::int64_t mark_ewma,
                                   std::uint64_t shaper_rate_bps) noexcept {
     const QueueStats& qs = q.stats();

@@ -58,6 +58,7 @@
 #include "feedback_limiter.h"
 #include "frame.h"
 #include "merge_kernel.h"
+#include "port_queue.h"
 #include "protocol.h"
 #include "switch_config.h"
 #include "token_bucket.h"
@@ -131,6 +132,7 @@ inline QueueConfig queue_config_from(const SwitchConfig& cfg, const PortConfig& 
 }
 
 std::vector<ClusterRule> cluster_rules_from(const SwitchConfig& cfg);
+std::vector<SchedulingClass> scheduling_classes_from(const SwitchConfig& cfg);
 
 // The FEEDBACK answering a marked GRADIENT (header `grad`, sent from src_mac/src_ip/src_port to
 // the learner at dst_ip): the frame's bytes, ready to send out of the gradient's ingress port.
@@ -156,7 +158,7 @@ public:
         Port(const SwitchConfig& cfg, const PortConfig& pc, std::uint64_t hz, std::uint32_t burst, bool poll_mode)
             : name(pc.name),
               max_frame(pc.mtu + kFrameOverhead),
-              queue(queue_config_from(cfg, pc, hz)),
+              queue(queue_config_from(cfg, pc, hz), pc.scheduling.value_or(cfg.scheduling), scheduling_classes_from(cfg)),
               bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz),
               // A queue with a byte limit below the largest single-segment frame could tail-drop a
               // frame that finds it empty; such a port never bypasses, so bypassing never changes
@@ -171,10 +173,10 @@ public:
         const std::uint32_t max_frame;  // the largest frame this port may send (mtu + 18)
         frame::MacAddr mac{};           // FEEDBACK leaves with this source MAC
 
-        PortRxCounters rx;
+        PortCounters rx;  // written by whoever classifies this port's frames
 
         // Egress owner only.
-        AggregatingQueue queue;
+        PortQueue queue;  // one aggregating queue, or one per cluster under DRR
         TokenBucket bucket;
         const bool bypass_ok;  // unshaped, poll mode, and a queue that takes any single frame when empty
         // The transmit batch (poll mode). [0, n_pending) left the queue in an earlier round and were
@@ -196,7 +198,7 @@ public:
         bool listed_for_flush = false;  // in the pipeline's list of ports to flush this pass
         std::int64_t mark_ewma = 0;  // recent mark fraction, permille << 10 (for FEEDBACK)
         std::uint32_t too_big_first_len = 0;  // length of the first frame refused as too big
-        PortTxCounters tx;
+        PortCounters tx;  // written by the egress owner
     };
 
     // io must outlive the pipeline. Throws ConfigError for an inconsistent config (a static FDB
@@ -239,7 +241,7 @@ public:
 
     // Classifies and decodes one frame that arrived on port `in`. Common outcomes are counted in
     // the burst's tally (settle_rx), rare ones directly in rx.
-    [[gnu::always_inline]] inline void classify(RxLcoreCounters& rx, Handle h, std::uint16_t in, PacketMeta& meta,
+    [[gnu::always_inline]] inline void classify(SwitchCounters& rx, Handle h, std::uint16_t in, PacketMeta& meta,
                                                 RxTally& tally) const noexcept {
         meta = PacketMeta{};
         meta.in_port = in;
@@ -248,8 +250,8 @@ public:
         if (SHESHA_UNLIKELY(Io::multi_segment(h))) {
             // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
             meta.cls = PacketClass::MultiSegment;
-            bump(ports_[in]->rx.multi_segment);
-            bump(rx.multi_segment);
+            ports_[in]->rx.add(PortCounter::RxMultiSegment);
+            rx.add(SwitchCounter::MultiSegment);
             return;
         }
 
@@ -274,7 +276,7 @@ public:
             return;
         case frame::FrameKind::Malformed:
             meta.cls = PacketClass::Malformed;
-            bump(rx.bad_frames);
+            rx.add(SwitchCounter::BadFrames);
             return;
         case frame::FrameKind::Shesha:
             break;
@@ -288,7 +290,7 @@ public:
         const proto::DecodeError err = proto::decode({data + info.payload_offset, info.payload_len}, msg);
         if (err != proto::DecodeError::Ok) {
             meta.cls = PacketClass::Malformed;
-            bump(rx.malformed[static_cast<std::size_t>(err)]);
+            rx.add(malformed_counter(err));
             return;
         }
         ++tally.shesha_valid;
@@ -308,14 +310,14 @@ public:
     }
 
     // Adds one classified burst of `packets` frames of port `in` to the counters.
-    void settle_rx(RxLcoreCounters& rx, std::uint16_t in, std::uint32_t packets, const RxTally& tally) const noexcept {
-        PortRxCounters& prx = ports_[in]->rx;
-        bump(prx.packets, packets);
-        bump(prx.bytes, tally.bytes);
-        if (tally.non_ip != 0) bump(rx.non_ip, tally.non_ip);
-        if (tally.ip_other != 0) bump(rx.ip_other, tally.ip_other);
-        if (tally.shesha_valid != 0) bump(rx.shesha_valid, tally.shesha_valid);
-        if (tally.gradient_f32 != 0) bump(rx.gradient_f32, tally.gradient_f32);
+    void settle_rx(SwitchCounters& rx, std::uint16_t in, std::uint32_t packets, const RxTally& tally) const noexcept {
+        PortCounters& prx = ports_[in]->rx;
+        prx.add(PortCounter::RxPackets, packets);
+        prx.add(PortCounter::RxBytes, tally.bytes);
+        if (tally.non_ip != 0) rx.add(SwitchCounter::NonIp, tally.non_ip);
+        if (tally.ip_other != 0) rx.add(SwitchCounter::IpOther, tally.ip_other);
+        if (tally.shesha_valid != 0) rx.add(SwitchCounter::Shesha, tally.shesha_valid);
+        if (tally.gradient_f32 != 0) rx.add(SwitchCounter::GradientF32, tally.gradient_f32);
     }
 
     // ---- forwarding (egress owner) ----------------------------------------------------------
@@ -325,7 +327,7 @@ public:
     // destination, or a flood between two ports), is appended to that port's staged arrivals (or
     // its transmit batch) with the cursor kept in registers; it is what route() would do.
     // Everything else takes route() itself, with the cursor written back first.
-    void receive_burst(RxLcoreCounters& rx, std::uint16_t in, Handle* pkts, std::uint32_t n, std::uint64_t now) noexcept {
+    void receive_burst(SwitchCounters& rx, std::uint16_t in, Handle* pkts, std::uint32_t n, std::uint64_t now) noexcept {
         if (n == 0) return;
         RxTally tally;
         std::uint64_t flooded = 0;
@@ -444,7 +446,7 @@ public:
         }
         for (std::uint32_t i = 0; i < n_flooding_; ++i) {
             const std::uint16_t in = flooding_[i];
-            bump(ports_[in]->tx.flooded, flooded_pending_[in]);
+            ports_[in]->tx.add(PortCounter::Flooded, flooded_pending_[in]);
             flooded_pending_[in] = 0;
         }
         n_flooding_ = 0;
@@ -467,9 +469,9 @@ public:
         const std::uint32_t len = port.queue.front_len();
         if (len == 0 || !port.bucket.try_consume(len, now)) return false;
         if (!port.queue.dequeue(now, out)) return false;
-        bump(port.tx.packets);
-        bump(port.tx.bytes, out.frame_len);
-        bump(port.tx.contributions, out.contributions);
+        port.tx.add(PortCounter::TxPackets);
+        port.tx.add(PortCounter::TxBytes, out.frame_len);
+        port.tx.add(PortCounter::TxContributions, out.contributions);
         return true;
     }
 
@@ -487,12 +489,12 @@ public:
         for (auto& p : ports_) {
             Departure d;
             while (p->queue.dequeue(now, d)) {
-                bump(p->tx.dropped);
+                p->tx.add(PortCounter::TxDropped);
                 io_.free(from_ptr(d.handle));
             }
             settle_bypass(*p);  // bypassed packets were dequeued, so they count as dropped here too
             if (p->n_tx != 0) {
-                bump(p->tx.dropped, p->n_tx);
+                p->tx.add(PortCounter::TxDropped, p->n_tx);
                 for (std::uint32_t i = 0; i < p->n_tx; ++i) io_.free(p->tx_burst[i]);
                 p->n_pending = p->n_tx = 0;
             }
@@ -506,7 +508,7 @@ public:
     Port& port(std::size_t i) noexcept { return *ports_[i]; }
     const Port& port(std::size_t i) const noexcept { return *ports_[i]; }
     const Fdb& fdb() const noexcept { return fdb_; }
-    const EgressCounters& egress() const noexcept { return egress_; }
+    const SwitchCounters& egress() const noexcept { return egress_; }
     const SwitchConfig& config() const noexcept { return cfg_; }
     std::uint64_t ticks_per_second() const noexcept { return hz_; }
     std::uint32_t burst() const noexcept { return burst_; }
@@ -514,8 +516,8 @@ public:
 
     // Counts work rounds (for the idle fraction in the stats).
     void count_round(bool idle) noexcept {
-        bump(egress_.rounds);
-        if (idle) bump(egress_.idle_rounds);
+        egress_.add(SwitchCounter::EgressRounds);
+        if (idle) egress_.add(SwitchCounter::EgressIdleRounds);
     }
 
 private:
@@ -551,7 +553,7 @@ private:
         const MacKey dst = mac_key(eth);
 
         if (meta.cls == PacketClass::Malformed && cfg_.malformed == MalformedAction::Drop) {
-            bump(egress_.malformed_dropped);
+            egress_.add(SwitchCounter::MalformedDropped);
             io_.free(m);
             return;
         }
@@ -562,7 +564,7 @@ private:
 
         const std::uint16_t out = is_multicast(dst) ? kNoPort : fdb_.lookup(dst, now);
         if (out == in) {  // the destination lives behind the ingress port: never send it back
-            bump(ports_[in]->tx.filtered);
+            ports_[in]->tx.add(PortCounter::Filtered);
             io_.free(m);
             return;
         }
@@ -590,15 +592,15 @@ private:
             mergeable = cfg_.aggregation;
             break;
         case MergeVerdict::NoAggregation:
-            bump(egress_.no_aggregation);
+            egress_.add(SwitchCounter::NoAggregation);
             break;
         case MergeVerdict::UnknownCluster:
-            bump(egress_.unknown_cluster);
+            egress_.add(SwitchCounter::UnknownCluster);
             break;
         case MergeVerdict::NotMember:
-            bump(egress_.non_member);
+            egress_.add(SwitchCounter::NonMember);
             if (policy_.non_member_action() == NonMemberAction::Drop) {
-                bump(egress_.non_member_dropped);
+                egress_.add(SwitchCounter::NonMemberDropped);
                 io_.free(m);
                 return false;
             }
@@ -614,7 +616,7 @@ private:
         const std::uint16_t n = static_cast<std::uint16_t>(ports_.size());
         const std::uint16_t last = flood_last_[in];
         if (last == kNoPort) {  // a single port: nowhere to flood to
-            bump(ports_[in]->tx.filtered);
+            ports_[in]->tx.add(PortCounter::Filtered);
             io_.free(m);
             return;
         }
@@ -627,7 +629,7 @@ private:
             }
             const Handle copy = io_.copy(m);
             if (SHESHA_UNLIKELY(!copy)) {
-                bump(egress_.clone_failed);
+                egress_.add(SwitchCounter::CloneFailed);
                 continue;
             }
             enqueue_to(p, copy, meta, mergeable, tolerance, now);
@@ -637,7 +639,7 @@ private:
     // A frame larger than the egress port's MTU allows: counted and freed, never sent (and so
     // never counted as sent and then lost on the wire). The adapter logs the first one per port.
     void drop_too_big(Port& port, Handle m) noexcept {
-        bump(port.tx.too_big);
+        port.tx.add(PortCounter::TxTooBig);
         if (port.too_big_first_len == 0) port.too_big_first_len = Io::pkt_len(m);
         io_.free(m);
     }
@@ -703,8 +705,8 @@ private:
             free_later(m);
             break;
         case EnqueueStatus::DroppedFull:
-            bump(port.tx.queue_drops);
-            bump(port.tx.dropped_contributions, meta.contributions);
+            port.tx.add(PortCounter::QueueDrops);
+            port.tx.add(PortCounter::TxDroppedContributions, meta.contributions);
             free_later(m);
             break;
         }
@@ -733,8 +735,8 @@ private:
         }
         port.mark_ewma = ewma;
         if (drops != 0) {
-            bump(port.tx.queue_drops, drops);
-            bump(port.tx.dropped_contributions, lost);
+            port.tx.add(PortCounter::QueueDrops, drops);
+            port.tx.add(PortCounter::TxDroppedContributions, lost);
         }
     }
 
@@ -753,23 +755,24 @@ private:
     // the learner receives it.
     void send_feedback(const PacketMeta& meta, const std::uint8_t* frame, std::uint16_t out_index, std::uint64_t now) noexcept {
         if (!limiter_.allow(meta.src_ip, now)) {
-            bump(egress_.feedback_suppressed);
+            egress_.add(SwitchCounter::FeedbackSuppressed);
             return;
         }
         proto::Header grad;
         if (proto::decode_header({frame + meta.shesha_offset, proto::kHeaderSize}, grad) != proto::DecodeError::Ok) {
-            bump(egress_.feedback_failed);
+            egress_.add(SwitchCounter::FeedbackFailed);
             return;
         }
         std::uint8_t* out = nullptr;
         const Handle fb = io_.alloc(static_cast<std::uint32_t>(kFeedbackFrameLen), &out);
         if (SHESHA_UNLIKELY(!fb)) {
-            bump(egress_.feedback_failed);
+            egress_.add(SwitchCounter::FeedbackFailed);
             return;
         }
         const Port& queue_port = *ports_[out_index];
-        const proto::FeedbackBody body =
-            feedback_body(out_index, queue_port.queue, queue_port.mark_ewma, queue_port.bucket.rate_bps());
+        // Under DRR the sender's congestion is its own class's backlog.
+        const AggregatingQueue& q = queue_port.queue.class_queue(queue_port.queue.class_of(meta.cluster_id));
+        const proto::FeedbackBody body = feedback_body(out_index, q, queue_port.mark_ewma, queue_port.bucket.rate_bps());
         frame::Endpoints ep;
         ep.src_mac = ports_[meta.in_port]->mac;
         std::memcpy(ep.dst_mac.data(), frame + 6, 6);
@@ -779,10 +782,10 @@ private:
         ep.dst_port = be::load16(frame + meta.l4_offset);  // the gradient's UDP source port
         if (build_feedback_frame(grad, body, ep, {out, kFeedbackFrameLen}) == 0 || !io_.send_now(meta.in_port, fb)) {
             io_.free(fb);
-            bump(egress_.feedback_failed);
+            egress_.add(SwitchCounter::FeedbackFailed);
             return;
         }
-        bump(egress_.feedback_sent);
+        egress_.add(SwitchCounter::FeedbackSent);
     }
 
     // The packets that bypassed the empty queue this round count as its arrivals and departures.
@@ -826,12 +829,12 @@ private:
             bytes += lens[i];
             contributions += contrib[i];
         }
-        bump(port.tx.packets, sent);
-        bump(port.tx.bytes, bytes);
-        bump(port.tx.contributions, contributions);
+        port.tx.add(PortCounter::TxPackets, sent);
+        port.tx.add(PortCounter::TxBytes, bytes);
+        port.tx.add(PortCounter::TxContributions, contributions);
         port.n_pending = port.n_tx = n - sent;
         if (port.n_pending != 0) {
-            bump(port.tx.refused, port.n_pending);
+            port.tx.add(PortCounter::TxRefused, port.n_pending);
             std::memmove(burst, burst + sent, port.n_pending * sizeof(*burst));
             std::memmove(lens, lens + sent, port.n_pending * sizeof(*lens));
             std::memmove(contrib, contrib + sent, port.n_pending * sizeof(*contrib));
@@ -848,7 +851,7 @@ private:
     Fdb fdb_;
     ClusterPolicy policy_;
     FeedbackLimiter limiter_;
-    EgressCounters egress_;
+    SwitchCounters egress_;  // the egress owner's entries
     std::vector<std::uint16_t> flood_last_;  // per ingress port: the last port a flood goes to
     // Per forwarding pass: flood counts per ingress port and the packets to free (merged arrivals,
     // tail drops), both settled by finish_forwarding() once per pass.

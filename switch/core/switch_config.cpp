@@ -177,9 +177,11 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
         if (auto y = shaper.get("burst_bytes")) p.shaper.burst_bytes = static_cast<std::uint32_t>(read_bytes(r, *y, 64, 256ULL << 20));
     }
     if (auto x = map.get("queue")) {
-        const MapView queue = r.map(*x, {"packets", "bytes"});
+        const MapView queue = r.map(*x, {"packets", "bytes", "scheduling"});
         if (auto y = queue.get("packets")) p.queue_packets = static_cast<std::uint32_t>(r.uint(*y, 1, kMaxQueuePackets));
         if (auto y = queue.get("bytes")) p.queue_bytes = read_bytes(r, *y, 2048, 1ULL << 30);
+        if (auto y = queue.get("scheduling"))
+            p.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
     }
     if (auto x = map.get("marking")) {
         p.marking = read_marking(r, *x, marking_defaults);
@@ -206,9 +208,10 @@ bool usable_mac(const Mac& m) {
 
 ClusterConfig read_cluster(const Reader& r, const Value& v) {
     ClusterConfig c;
-    const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "members"});
+    const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "weight", "members"});
     c.id = static_cast<std::uint16_t>(r.uint(map.require("id"), 0, 65535));
     if (auto x = map.get("aggregation")) c.aggregation = r.boolean(*x);
+    if (auto x = map.get("weight")) c.weight = static_cast<std::uint32_t>(r.uint(*x, 1, 1000));
     if (auto x = map.get("version_tolerance")) c.version_tolerance = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxVersionTolerance));
     // Required (possibly as []): a cluster without members merges nothing, which is rarely meant.
     const Value members = map.require("members");
@@ -335,8 +338,10 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     }
 
     if (auto x = top.get("aggregation")) {
-        const MapView agg = r.map(*x, {"enabled", "non_member", "clusters"});
+        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "clusters"});
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
+        if (auto y = agg.get("scheduling"))
+            cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
         if (auto y = agg.get("clusters")) {
@@ -344,7 +349,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                 ClusterConfig cluster = read_cluster(r, c);
                 for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
                     if (cfg.clusters[j].id == cluster.id)
-                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "members"}).require("id"),
+                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members"}).require("id"),
                                fmt::format("duplicate cluster id {} (first used by {}[{}])", cluster.id, y->path, j));
                 cfg.clusters.push_back(std::move(cluster));
             }
@@ -520,7 +525,9 @@ std::string to_yaml(const SwitchConfig& cfg) {
             << YAML::Key << "burst_bytes" << YAML::Value << format_bytes(p.shaper.burst_bytes) << YAML::EndMap;
         out << YAML::Key << "queue" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "packets" << YAML::Value << p.queue_packets
-            << YAML::Key << "bytes" << YAML::Value << format_bytes(p.queue_bytes) << YAML::EndMap;
+            << YAML::Key << "bytes" << YAML::Value << format_bytes(p.queue_bytes);
+        if (p.scheduling) out << YAML::Key << "scheduling" << YAML::Value << (*p.scheduling == Scheduling::Fifo ? "fifo" : "drr");
+        out << YAML::EndMap;
         out << YAML::Key << "marking" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "depth_packets" << YAML::Value << p.marking.depth_packets
             << YAML::Key << "sojourn_us" << YAML::Value << p.marking.sojourn_us
@@ -547,12 +554,14 @@ std::string to_yaml(const SwitchConfig& cfg) {
     out << YAML::Key << "enabled" << YAML::Value << cfg.aggregation;
     out << YAML::Key << "non_member" << YAML::Value
         << (cfg.non_member == NonMemberAction::ForwardUnmerged ? "forward" : "drop");
+    out << YAML::Key << "scheduling" << YAML::Value << (cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
     out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq;
     for (const ClusterConfig& c : cfg.clusters) {
         out << YAML::BeginMap;
         out << YAML::Key << "id" << YAML::Value << c.id;
         out << YAML::Key << "aggregation" << YAML::Value << c.aggregation;
         out << YAML::Key << "version_tolerance" << YAML::Value << c.version_tolerance;
+        out << YAML::Key << "weight" << YAML::Value << c.weight;
         out << YAML::Key << "members" << YAML::Value << YAML::Flow << YAML::BeginSeq;
         for (const Mac& m : c.member_macs) out << YAML::DoubleQuoted << format_mac(m);
         for (std::uint32_t ip : c.member_ips) out << YAML::DoubleQuoted << format_ipv4(ip);

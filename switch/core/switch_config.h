@@ -12,6 +12,7 @@
 
 #include "aggregating_queue.h"
 #include "cluster_policy.h"
+#include "port_queue.h"
 #include "fdb.h"
 
 namespace shesha::core {
@@ -49,6 +50,7 @@ struct PortConfig {
     ShaperConfig shaper;
     std::uint32_t queue_packets = 1024;
     std::uint64_t queue_bytes = 4u << 20;
+    std::optional<Scheduling> scheduling;  // queue.scheduling; unset: aggregation.scheduling
     MarkingConfig marking;             // defaults from the top-level marking section
 
     bool operator==(const PortConfig&) const = default;
@@ -68,6 +70,7 @@ struct ClusterConfig {
     std::vector<Mac> member_macs;
     std::vector<std::uint32_t> member_ips;  // host byte order
     std::vector<MacIp> member_bindings;     // "MAC@IP": both must match
+    std::uint32_t weight = 1;               // share of a port's updates under DRR scheduling (1..1000)
 
     bool operator==(const ClusterConfig&) const = default;
 };
@@ -94,6 +97,9 @@ struct SwitchConfig {
 
     bool aggregation = true;             // global switch: false makes every queue a plain FIFO
     NonMemberAction non_member = NonMemberAction::ForwardUnmerged;
+    // fifo: one aggregating queue per port. drr: one per configured cluster plus one for the rest,
+    // deficit round robin weighted by contributions (clusters[].weight): fair shares of updates.
+    Scheduling scheduling = Scheduling::Fifo;
     std::vector<ClusterConfig> clusters;
 
     bool feedback = false;               // send FEEDBACK to senders of marked packets

@@ -1,5 +1,6 @@
 // A point-in-time copy of every switch counter, taken by Switch::snapshot() from any thread. The
-// stats log line, the final table, the JSON file and the telemetry commands all read this.
+// stats log line, the final table, the JSON file, Prometheus and the telemetry commands all read
+// this; its counters are the pipeline's enum-indexed tables (switch/core/counters.h).
 #pragma once
 
 #include <array>
@@ -14,15 +15,13 @@
 
 namespace shesha::sw {
 
-using core::bump;
-using core::EgressCounters;
-using core::load_relaxed;
-using core::PortRxCounters;
-using core::PortTxCounters;
+using core::PortCounter;
+using core::PortCounters;
 using core::Published;
-using core::read_counters;
-using core::RxLcoreCounters;
+using core::load_relaxed;
 using core::store_relaxed;
+using core::SwitchCounter;
+using core::SwitchCounters;
 
 struct PortSnapshot {
     std::string name;
@@ -30,14 +29,10 @@ struct PortSnapshot {
     std::uint16_t port_id = 0;
     std::uint64_t shaper_rate_bps = 0;     // 0: unshaped
 
-    // RX side (our counters plus the NIC's).
-    std::uint64_t rx_packets = 0;
-    std::uint64_t rx_bytes = 0;
+    PortCounters counters;                 // the pipeline's per-port table (RX and TX entries)
     std::uint64_t rx_missed = 0;           // rte_eth_stats.imissed: the NIC dropped, no descriptor
     std::uint64_t rx_nombuf = 0;           // rte_eth_stats.rx_nombuf
-    std::uint64_t rx_multi_segment = 0;
-
-    PortTxCounters tx;                     // packets/bytes sent, refused, flooded, ...
+    std::uint64_t operator[](PortCounter c) const noexcept { return counters[c]; }
 
     // Egress queue.
     core::QueueStats queue;
@@ -61,16 +56,9 @@ struct SwitchSnapshot {
     std::uint32_t lcores = 1;
     std::vector<PortSnapshot> ports;
 
-    std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};  // by DecodeError; [0] unused
-    std::uint64_t malformed_total = 0;     // sum of malformed[] plus bad_frames
-    std::uint64_t bad_frames = 0;          // inconsistent IPv4/UDP headers
-    std::uint64_t shesha_valid = 0;
-    std::uint64_t non_ip = 0;              // frames by class
-    std::uint64_t ip_other = 0;
-    std::uint64_t gradient_f32 = 0;
-    std::uint64_t multi_segment = 0;
-    std::uint64_t handoff_drops = 0;
-    EgressCounters egress;                 // non-member, feedback, clone failures, ...
+    SwitchCounters counters;               // every lcore's switch table, added up
+    std::uint64_t malformed_total = 0;     // every malformed reason plus bad frames
+    std::uint64_t operator[](SwitchCounter c) const noexcept { return counters[c]; }
 
     core::FdbStats fdb;
     std::uint64_t fdb_size = 0;

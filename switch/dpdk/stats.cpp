@@ -21,14 +21,9 @@ namespace shesha::sw {
 
 namespace {
 
-constexpr std::array<const char*, proto::kDecodeErrorCount> kDecodeErrorKeys = {
-    "ok", "short_packet", "bad_magic", "bad_version", "unknown_type", "unknown_flags", "bad_elem_type",
-    "bad_chunk", "too_many_elements", "length_mismatch", "bad_contrib_count", "bad_timestamps",
-};
-
-// The one counter table: each section below lists its fields once, and the stats JSON, the
-// telemetry commands and the Prometheus textfile all print from it. kind only matters to
-// Prometheus: a counter only grows, a gauge goes up and down, a label describes the port.
+// Every report prints from the counter tables of switch/core/counters.h (one name per counter)
+// plus the few values that are not counters: NIC statistics, gauges and derived sums. kind only
+// matters to Prometheus: a counter only grows, a gauge goes up and down, a label describes the port.
 enum class Kind { Counter, Gauge, Label };
 struct Field {
     std::string name;
@@ -38,24 +33,12 @@ struct Field {
 using Fields = std::vector<Field>;
 
 Fields port_fields(const PortSnapshot& p) {
-    return {
-        {"port_id", p.port_id, Kind::Label},
-        {"shaper_rate_bps", p.shaper_rate_bps, Kind::Gauge},
-        {"rx_packets", p.rx_packets},
-        {"rx_bytes", p.rx_bytes},
-        {"rx_missed", p.rx_missed},
-        {"rx_nombuf", p.rx_nombuf},
-        {"rx_multi_segment", p.rx_multi_segment},
-        {"tx_packets", p.tx.packets},
-        {"tx_bytes", p.tx.bytes},
-        {"tx_contributions", p.tx.contributions},
-        {"tx_refused", p.tx.refused},
-        {"tx_dropped", p.tx.dropped},
-        {"tx_pending", p.tx_pending, Kind::Gauge},
-        {"flooded", p.tx.flooded},
-        {"filtered", p.tx.filtered},
-        {"tx_too_big", p.tx.too_big},
-    };
+    Fields f{{"port_id", p.port_id, Kind::Label}, {"shaper_rate_bps", p.shaper_rate_bps, Kind::Gauge}};
+    for (std::size_t i = 0; i < PortCounters::kSize; ++i) f.push_back({std::string(core::kPortCounterNames[i].key), p.counters.values[i]});
+    f.push_back({"rx_missed", p.rx_missed});
+    f.push_back({"rx_nombuf", p.rx_nombuf});
+    f.push_back({"tx_pending", p.tx_pending, Kind::Gauge});
+    return f;
 }
 
 Fields queue_fields(const PortSnapshot& p) {
@@ -85,6 +68,31 @@ Fields queue_fields(const PortSnapshot& p) {
     };
 }
 
+// The switch table's entries of one section, in table order, after `first` (derived values).
+Fields section_fields(const SwitchSnapshot& s, std::string_view section, Fields first = {}) {
+    for (std::size_t i = 0; i < SwitchCounters::kSize; ++i)
+        if (core::kSwitchCounterNames[i].section == section)
+            first.push_back({std::string(core::kSwitchCounterNames[i].key), s.counters.values[i]});
+    return first;
+}
+
+Fields malformed_fields(const SwitchSnapshot& s) { return section_fields(s, "malformed", {{"total", s.malformed_total}}); }
+Fields gradient_fields(const SwitchSnapshot& s) {
+    return section_fields(s, "gradients", {{"valid_shesha", s[SwitchCounter::Shesha]}});
+}
+Fields frame_fields(const SwitchSnapshot& s) {
+    Fields f = section_fields(s, "frames");
+    f.push_back({"malformed", s.malformed_total});
+    return f;
+}
+Fields feedback_fields(const SwitchSnapshot& s) { return section_fields(s, "feedback"); }
+Fields internal_fields(const SwitchSnapshot& s) { return section_fields(s, "internal"); }
+
+Fields fdb_fields(const SwitchSnapshot& s) {
+    return {{"size", s.fdb_size, Kind::Gauge}, {"capacity", s.fdb_capacity, Kind::Gauge}, {"learned", s.fdb.learned},
+            {"moved", s.fdb.moved},       {"aged_out", s.fdb.aged_out}, {"table_full", s.fdb.table_full}};
+}
+
 // Telemetry has no floating point values in DPDK 22.11: derived values are scaled integers.
 Fields queue_derived_integer_fields(const PortSnapshot& p) {
     return {
@@ -93,46 +101,6 @@ Fields queue_derived_integer_fields(const PortSnapshot& p) {
         {"max_sojourn_ns", static_cast<std::uint64_t>(p.max_sojourn_us * 1000.0), Kind::Gauge},
         {"merge_permille", static_cast<std::uint64_t>(p.merge_ratio * 1000.0), Kind::Gauge},
     };
-}
-
-Fields malformed_fields(const SwitchSnapshot& s) {
-    Fields f{{"total", s.malformed_total}, {"bad_frames", s.bad_frames}};
-    for (std::size_t i = 1; i < s.malformed.size(); ++i) f.emplace_back(kDecodeErrorKeys[i], s.malformed[i]);
-    f.emplace_back("dropped", s.egress.malformed_dropped);
-    return f;
-}
-
-Fields fdb_fields(const SwitchSnapshot& s) {
-    return {{"size", s.fdb_size, Kind::Gauge}, {"capacity", s.fdb_capacity, Kind::Gauge}, {"learned", s.fdb.learned},
-            {"moved", s.fdb.moved},       {"aged_out", s.fdb.aged_out}, {"table_full", s.fdb.table_full}};
-}
-
-Fields gradient_fields(const SwitchSnapshot& s) {
-    return {{"valid_shesha", s.shesha_valid},
-            {"non_member", s.egress.non_member},
-            {"non_member_dropped", s.egress.non_member_dropped},
-            {"no_aggregation", s.egress.no_aggregation},
-            {"unknown_cluster", s.egress.unknown_cluster}};
-}
-
-Fields frame_fields(const SwitchSnapshot& s) {
-    return {{"non_ip", s.non_ip},
-            {"ip_other", s.ip_other},
-            {"shesha", s.shesha_valid},
-            {"gradient_f32", s.gradient_f32},
-            {"malformed", s.malformed_total},
-            {"multi_segment", s.multi_segment}};
-}
-
-Fields feedback_fields(const SwitchSnapshot& s) {
-    return {{"sent", s.egress.feedback_sent}, {"suppressed", s.egress.feedback_suppressed}, {"failed", s.egress.feedback_failed}};
-}
-
-Fields internal_fields(const SwitchSnapshot& s) {
-    return {{"handoff_drops", s.handoff_drops},
-            {"clone_failed", s.egress.clone_failed},
-            {"egress_rounds", s.egress.rounds},
-            {"egress_idle_rounds", s.egress.idle_rounds}};
 }
 
 // Adds each field as "name": value to obj, in the table's order.
@@ -156,7 +124,8 @@ std::string si(double v) {
 }  // namespace
 
 const char* decode_error_key(std::size_t index) noexcept {
-    return index < kDecodeErrorKeys.size() ? kDecodeErrorKeys[index] : "unknown";
+    if (index == 0 || index >= proto::kDecodeErrorCount) return "unknown";
+    return core::name_of(core::malformed_counter(static_cast<proto::DecodeError>(index))).key.data();
 }
 
 std::string format_rate_line(const SwitchSnapshot& now, const SwitchSnapshot& prev) {
@@ -169,11 +138,11 @@ std::string format_rate_line(const SwitchSnapshot& now, const SwitchSnapshot& pr
     std::string depths;
     for (std::size_t i = 0; i < now.ports.size(); ++i) {
         const auto& p = now.ports[i];
-        rxp += p.rx_packets; rxb += p.rx_bytes; txp += p.tx.packets; txb += p.tx.bytes;
+        rxp += p[PortCounter::RxPackets]; rxb += p[PortCounter::RxBytes]; txp += p[PortCounter::TxPackets]; txb += p[PortCounter::TxBytes];
         merged += p.queue.merged; drops += p.queue.dropped + p.rx_missed;
         if (i < prev.ports.size()) {
             const auto& q = prev.ports[i];
-            prxp += q.rx_packets; prxb += q.rx_bytes; ptxp += q.tx.packets; ptxb += q.tx.bytes;
+            prxp += q[PortCounter::RxPackets]; prxb += q[PortCounter::RxBytes]; ptxp += q[PortCounter::TxPackets]; ptxb += q[PortCounter::TxBytes];
             pmerged += q.queue.merged; pdrops += q.queue.dropped + q.rx_missed;
         }
         depths += fmt::format("{}{}={}", depths.empty() ? "" : " ", p.name, p.queue_depth);
@@ -181,7 +150,7 @@ std::string format_rate_line(const SwitchSnapshot& now, const SwitchSnapshot& pr
     return fmt::format("rx {}pps {}b/s | tx {}pps {}b/s | merged {}/s | drops {}/s | malformed {} | feedback {} | depth {}",
                        si(rate(rxp, prxp)), si(rate(rxb, prxb) * 8), si(rate(txp, ptxp)), si(rate(txb, ptxb) * 8),
                        si(rate(merged, pmerged)), si(rate(drops, pdrops)), now.malformed_total,
-                       now.egress.feedback_sent, depths);
+                       now[SwitchCounter::FeedbackSent], depths);
 }
 
 std::string format_summary(const SwitchSnapshot& s) {
@@ -190,8 +159,9 @@ std::string format_summary(const SwitchSnapshot& s) {
     out += fmt::format("{:<10} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}\n", "port", "rx_pkts", "rx_bytes",
                        "tx_pkts", "tx_bytes", "rx_miss", "tx_refus", "flooded", "filtered");
     for (const auto& p : s.ports)
-        out += fmt::format("{:<10} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}\n", p.name, p.rx_packets,
-                           p.rx_bytes, p.tx.packets, p.tx.bytes, p.rx_missed, p.tx.refused, p.tx.flooded, p.tx.filtered);
+        out += fmt::format("{:<10} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}\n", p.name, p[PortCounter::RxPackets],
+                           p[PortCounter::RxBytes], p[PortCounter::TxPackets], p[PortCounter::TxBytes], p.rx_missed,
+                           p[PortCounter::TxRefused], p[PortCounter::Flooded], p[PortCounter::Filtered]);
     out += fmt::format("{:<10} {:>10} {:>9} {:>9} {:>10} {:>12} {:>8} {:>8} {:>10} {:>10} {:>7}\n", "queue", "enqueued",
                        "merged", "dropped", "depth/max", "bytes_saved", "marked", "mean_dep", "sojourn_us", "max_us",
                        "merge%");
@@ -200,19 +170,20 @@ std::string format_summary(const SwitchSnapshot& s) {
                            p.queue.enqueued, p.queue.merged, p.queue.dropped,
                            fmt::format("{}/{}", p.queue_depth, p.queue.depth_max), p.queue.bytes_saved, p.queue.marked,
                            p.mean_depth, p.mean_sojourn_us, p.max_sojourn_us, p.merge_ratio * 100.0);
-    out += fmt::format("malformed: {} total, {} bad IPv4/UDP", s.malformed_total, s.bad_frames);
-    for (std::size_t i = 1; i < s.malformed.size(); ++i)
-        if (s.malformed[i] != 0) out += fmt::format(", {} {}", s.malformed[i], kDecodeErrorKeys[i]);
-    out += fmt::format(" ({} dropped)\n", s.egress.malformed_dropped);
-    out += fmt::format("gradients: {} valid Shesha messages, {} non-member ({} dropped), {} no-aggregation, {} unknown cluster\n",
-                       s.shesha_valid, s.egress.non_member, s.egress.non_member_dropped, s.egress.no_aggregation,
-                       s.egress.unknown_cluster);
-    out += fmt::format("feedback: {} sent, {} suppressed, {} failed\n", s.egress.feedback_sent,
-                       s.egress.feedback_suppressed, s.egress.feedback_failed);
+    // The switch table, section by section, in table order (zero entries left out).
+    for (std::string_view section : {"malformed", "gradients", "feedback", "internal"}) {
+        std::string line;
+        for (std::size_t i = 0; i < SwitchCounters::kSize; ++i) {
+            const auto& n = core::kSwitchCounterNames[i];
+            if (n.section != section || (s.counters.values[i] == 0 && section != "feedback")) continue;
+            line += fmt::format("{}{} {}", line.empty() ? "" : ", ", s.counters.values[i], n.key);
+        }
+        if (section == "malformed") line = fmt::format("{} total{}{}", s.malformed_total, line.empty() ? "" : ", ", line);
+        if (section == "gradients") line = fmt::format("{} valid Shesha messages{}{}", s[SwitchCounter::Shesha], line.empty() ? "" : ", ", line);
+        if (!line.empty()) out += fmt::format("{}: {}\n", section, line);
+    }
     out += fmt::format("fdb: {}/{} entries, {} learned, {} moved, {} aged out, {} table full\n", s.fdb_size,
                        s.fdb_capacity, s.fdb.learned, s.fdb.moved, s.fdb.aged_out, s.fdb.table_full);
-    if (s.handoff_drops || s.egress.clone_failed)
-        out += fmt::format("internal: {} handoff drops, {} flood copies failed\n", s.handoff_drops, s.egress.clone_failed);
     return out;
 }
 

@@ -30,13 +30,6 @@ std::atomic<unsigned> g_ring_serial{0};
 
 // ---- MbufIo: the pipeline's packet operations on mbufs ----------------------------------------
 
-std::uint8_t* MbufIo::data(rte_mbuf* m) noexcept { return rte_pktmbuf_mtod(m, std::uint8_t*); }
-std::uint32_t MbufIo::pkt_len(rte_mbuf* m) noexcept { return rte_pktmbuf_pkt_len(m); }
-std::uint32_t MbufIo::data_len(rte_mbuf* m) noexcept { return rte_pktmbuf_data_len(m); }
-bool MbufIo::multi_segment(rte_mbuf* m) noexcept { return m->nb_segs > 1; }
-void MbufIo::prefetch(rte_mbuf* m) noexcept { rte_prefetch0(rte_pktmbuf_mtod(m, void*)); }
-void MbufIo::free_bulk(rte_mbuf** m, std::uint32_t n) noexcept { rte_pktmbuf_free_bulk(m, n); }
-rte_mbuf* MbufIo::copy(rte_mbuf* m) noexcept { return rte_pktmbuf_copy(m, pool, 0, UINT32_MAX); }
 rte_mbuf* MbufIo::alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
     rte_mbuf* m = rte_pktmbuf_alloc(pool);
     if (unlikely(m == nullptr)) return nullptr;
@@ -47,11 +40,6 @@ rte_mbuf* MbufIo::alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
     }
     *bytes = out;
     return m;
-}
-bool MbufIo::send_now(std::uint16_t port, rte_mbuf* m) noexcept { return rte_eth_tx_burst(port_ids[port], 0, &m, 1) == 1; }
-void MbufIo::free(rte_mbuf* m) noexcept { rte_pktmbuf_free(m); }
-std::uint16_t MbufIo::tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept {
-    return rte_eth_tx_burst(port_ids[port], 0, m, n);
 }
 
 // What the adapter keeps per port besides the pipeline's state.
@@ -72,7 +60,7 @@ struct Switch::PortState {
 };
 
 struct Switch::RxContext {
-    RxLcoreCounters counters;
+    SwitchCounters counters;  // this context's RX entries of the switch table
     std::vector<std::uint16_t> ports;  // port indexes polled by this context
     rte_ring* ring = nullptr;          // to the egress owner; null in one-lcore mode
     // Per-burst scratch, allocated once: a local array of these would be value-initialised (their
@@ -158,9 +146,9 @@ unsigned Switch::poll_round(std::uint64_t now) noexcept {
     unsigned received = 0;
     for (std::uint16_t index : ctx.ports) received += receive(ctx, index, now);
     const unsigned sent = pipeline_.transmit_all(now);
-    bump(ctx.counters.rounds);
+    ctx.counters.add(SwitchCounter::RxRounds);
     const bool idle = received == 0 && sent == 0;
-    if (idle) bump(ctx.counters.idle_rounds);
+    if (idle) ctx.counters.add(SwitchCounter::RxIdleRounds);
     pipeline_.count_round(idle);
     housekeeping(now);
     return received;
@@ -185,13 +173,13 @@ unsigned Switch::rx_round(unsigned worker, std::uint64_t now) noexcept {
         pipeline_.settle_rx(ctx.counters, index, n, tally);
         const unsigned queued = rte_ring_sp_enqueue_burst_elem(ctx.ring, handoffs, sizeof(Handoff), n, nullptr);
         if (queued < n) {
-            bump(ctx.counters.handoff_drops, n - queued);
+            ctx.counters.add(SwitchCounter::HandoffDrops, n - queued);
             for (unsigned i = queued; i < n; ++i) rte_pktmbuf_free(handoffs[i].mbuf);
         }
         received += n;
     }
-    bump(ctx.counters.rounds);
-    if (received == 0) bump(ctx.counters.idle_rounds);
+    ctx.counters.add(SwitchCounter::RxRounds);
+    if (received == 0) ctx.counters.add(SwitchCounter::RxIdleRounds);
     return received;
 }
 
@@ -277,16 +265,13 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
         ps.device = p->device;
         ps.port_id = p->port_id;
         ps.shaper_rate_bps = pp.bucket.rate_bps();
-        const PortRxCounters rx = read_counters(pp.rx);
-        ps.rx_packets = rx.packets;
-        ps.rx_bytes = rx.bytes;
-        ps.rx_multi_segment = rx.multi_segment;
+        ps.counters = pp.rx.read();
+        ps.counters += pp.tx.read();
         rte_eth_stats es{};
         if (rte_eth_stats_get(p->port_id, &es) == 0) {
             ps.rx_missed = es.imissed;
             ps.rx_nombuf = es.rx_nombuf;
         }
-        ps.tx = read_counters(pp.tx);
         const auto view = p->view.read();
         ps.queue = view.stats;
         ps.queue_capacity = view.capacity;
@@ -301,20 +286,9 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
         s.ports.push_back(std::move(ps));
     }
 
-    for (const auto& ctx : rx_contexts_) {
-        const RxLcoreCounters c = read_counters(ctx->counters);
-        for (std::size_t i = 0; i < c.malformed.size(); ++i) s.malformed[i] += c.malformed[i];
-        s.bad_frames += c.bad_frames;
-        s.shesha_valid += c.shesha_valid;
-        s.non_ip += c.non_ip;
-        s.ip_other += c.ip_other;
-        s.gradient_f32 += c.gradient_f32;
-        s.multi_segment += c.multi_segment;
-        s.handoff_drops += c.handoff_drops;
-    }
-    s.malformed_total = s.bad_frames;
-    for (std::size_t i = 1; i < s.malformed.size(); ++i) s.malformed_total += s.malformed[i];
-    s.egress = read_counters(pipeline_.egress());
+    for (const auto& ctx : rx_contexts_) s.counters += ctx->counters.read();
+    s.counters += pipeline_.egress().read();
+    s.malformed_total = core::malformed_total(s.counters);
     const FdbView fv = fdb_view_.read();
     s.fdb = fv.stats;
     s.fdb_size = fv.size;

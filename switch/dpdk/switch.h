@@ -23,8 +23,10 @@
 #include "snapshot.h"
 #include "switch_config.h"
 
-struct rte_mbuf;
-struct rte_mempool;
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
 struct rte_ring;
 
 namespace shesha::sw {
@@ -34,19 +36,22 @@ using core::PacketClass;
 using core::PacketMeta;
 
 // How the pipeline moves mbufs (see the Io contract in pipeline.h).
+// The per-packet accessors are inline: the pipeline calls them several times per packet.
 struct MbufIo {
     using Handle = rte_mbuf*;
-    static std::uint8_t* data(rte_mbuf* m) noexcept;
-    static std::uint32_t pkt_len(rte_mbuf* m) noexcept;
-    static std::uint32_t data_len(rte_mbuf* m) noexcept;
-    static bool multi_segment(rte_mbuf* m) noexcept;
-    static void prefetch(rte_mbuf* m) noexcept;
-    void free_bulk(rte_mbuf** m, std::uint32_t n) noexcept;
-    rte_mbuf* copy(rte_mbuf* m) noexcept;
+    static std::uint8_t* data(rte_mbuf* m) noexcept { return rte_pktmbuf_mtod(m, std::uint8_t*); }
+    static std::uint32_t pkt_len(rte_mbuf* m) noexcept { return rte_pktmbuf_pkt_len(m); }
+    static std::uint32_t data_len(rte_mbuf* m) noexcept { return rte_pktmbuf_data_len(m); }
+    static bool multi_segment(rte_mbuf* m) noexcept { return m->nb_segs > 1; }
+    static void prefetch(rte_mbuf* m) noexcept { rte_prefetch0(rte_pktmbuf_mtod(m, void*)); }
+    void free_bulk(rte_mbuf** m, std::uint32_t n) noexcept { rte_pktmbuf_free_bulk(m, n); }
+    rte_mbuf* copy(rte_mbuf* m) noexcept { return rte_pktmbuf_copy(m, pool, 0, UINT32_MAX); }
     rte_mbuf* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept;
-    bool send_now(std::uint16_t port, rte_mbuf* m) noexcept;
-    void free(rte_mbuf* m) noexcept;
-    std::uint16_t tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept;
+    bool send_now(std::uint16_t port, rte_mbuf* m) noexcept { return rte_eth_tx_burst(port_ids[port], 0, &m, 1) == 1; }
+    void free(rte_mbuf* m) noexcept { rte_pktmbuf_free(m); }
+    std::uint16_t tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept {
+        return rte_eth_tx_burst(port_ids[port], 0, m, n);
+    }
 
     rte_mempool* pool = nullptr;        // flood copies and FEEDBACK packets
     std::vector<std::uint16_t> port_ids;  // DPDK port id of each port index

@@ -311,20 +311,20 @@ TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
         CHECK(rig.take(2).empty());
 
         const auto st = snap(s, now);
-        CHECK(st.ports[0].rx_packets == 4);
-        CHECK(st.ports[1].rx_packets == 1);
-        CHECK(st.ports[0].tx.packets == 1);
-        CHECK(st.ports[1].tx.packets == 3);
-        CHECK(st.ports[2].tx.packets == 2);
-        CHECK(st.ports[0].tx.flooded == 2);
-        CHECK(st.ports[0].tx.filtered == 1);
+        CHECK(st.ports[0][core::PortCounter::RxPackets] == 4);
+        CHECK(st.ports[1][core::PortCounter::RxPackets] == 1);
+        CHECK(st.ports[0][core::PortCounter::TxPackets] == 1);
+        CHECK(st.ports[1][core::PortCounter::TxPackets] == 3);
+        CHECK(st.ports[2][core::PortCounter::TxPackets] == 2);
+        CHECK(st.ports[0][core::PortCounter::Flooded] == 2);
+        CHECK(st.ports[0][core::PortCounter::Filtered] == 1);
         CHECK(st.fdb.learned == 2);
         CHECK(st.fdb.moved == 1);
         CHECK(st.fdb_size == 2);
         CHECK(st.malformed_total == 0);
-        CHECK(st.non_ip == 3);
-        CHECK(st.ip_other == 2);
-        CHECK(st.shesha_valid == 0);
+        CHECK(st[core::SwitchCounter::NonIp] == 3);
+        CHECK(st[core::SwitchCounter::IpOther] == 2);
+        CHECK(st[core::SwitchCounter::Shesha] == 0);
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
 }
@@ -386,9 +386,9 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
         CHECK(q.enqueued_bytes == 46 * 60 + grad.size());
         CHECK(q.dequeued_bytes == q.enqueued_bytes);
         CHECK(st.ports[1].queue_depth == 0);
-        CHECK(st.ports[1].tx.packets == 47);
-        CHECK(st.ports[1].tx.bytes == 46 * 60 + grad.size());
-        CHECK(st.ports[1].tx.contributions == 1);  // the one GRADIENT; plain frames carry no update
+        CHECK(st.ports[1][core::PortCounter::TxPackets] == 47);
+        CHECK(st.ports[1][core::PortCounter::TxBytes] == 46 * 60 + grad.size());
+        CHECK(st.ports[1][core::PortCounter::TxContributions] == 1);  // the one GRADIENT; plain frames carry no update
         if (bypasses) {
             // Bypassing frames found depth 0; the gradient found the queue empty, the 3 after it
             // found 1, 2, 3 waiting.
@@ -443,9 +443,9 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
         CHECK(st.ports[1].queue.mergeable_arrivals == k);
         CHECK(st.ports[1].queue.merged == k - 1);
         CHECK(st.ports[1].queue.bytes_saved == (k - 1) * grad_len);
-        CHECK(st.gradient_f32 == k);
-        CHECK(st.shesha_valid == k);
-        CHECK(st.ip_other == 8);
+        CHECK(st[core::SwitchCounter::GradientF32] == k);
+        CHECK(st[core::SwitchCounter::Shesha] == k);
+        CHECK(st[core::SwitchCounter::IpOther] == 8);
 
         // Let time pass: everything leaves.
         std::vector<rte_mbuf*> out;
@@ -475,8 +475,8 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
         CHECK(gradients == 1);
         Rig::free_all(out);
         st = snap(s, now);
-        CHECK(st.ports[1].tx.packets == 9);
-        CHECK(st.ports[1].tx.contributions == k);  // the 8 plain frames carry no update
+        CHECK(st.ports[1][core::PortCounter::TxPackets] == 9);
+        CHECK(st.ports[1][core::PortCounter::TxContributions] == k);  // the 8 plain frames carry no update
         CHECK(st.ports[1].queue.dequeued == 9);
         CHECK(st.ports[1].merge_ratio == Approx(0.75));
         CHECK(rig.take(0).empty());
@@ -519,12 +519,12 @@ TEST_CASE("malformed Shesha messages are counted per reason and forwarded or dro
         }
         Rig::free_all(out);
         const auto st = snap(s, kHz);
-        CHECK(st.malformed[static_cast<int>(proto::DecodeError::BadMagic)] == 1);
-        CHECK(st.malformed[static_cast<int>(proto::DecodeError::ShortPacket)] == 1);
-        CHECK(st.malformed[static_cast<int>(proto::DecodeError::LengthMismatch)] == 1);
+        CHECK(st[core::malformed_counter(proto::DecodeError::BadMagic)] == 1);
+        CHECK(st[core::malformed_counter(proto::DecodeError::ShortPacket)] == 1);
+        CHECK(st[core::malformed_counter(proto::DecodeError::LengthMismatch)] == 1);
         CHECK(st.malformed_total == 3);
-        CHECK(st.egress.malformed_dropped == (drop ? 3u : 0u));
-        CHECK(st.shesha_valid == 0);
+        CHECK(st[core::SwitchCounter::MalformedDropped] == (drop ? 3u : 0u));
+        CHECK(st[core::SwitchCounter::Shesha] == 0);
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
 }
@@ -555,8 +555,8 @@ TEST_CASE("a gradient from a non-member is never merged", "[dpdk]") {
         rig.inject(0, gradient_frame(9, learner, host_ip(0x50), 7, 1));
         run_round(s, now);
         auto st = snap(s, now);
-        CHECK(st.egress.non_member == 1);
-        CHECK(st.egress.non_member_dropped == (drop ? 1u : 0u));
+        CHECK(st[core::SwitchCounter::NonMember] == 1);
+        CHECK(st[core::SwitchCounter::NonMemberDropped] == (drop ? 1u : 0u));
         CHECK(st.ports[1].queue.merged == 0);
         CHECK(st.ports[1].queue.mergeable_arrivals == 1);
         CHECK(st.ports[1].queue_depth == (drop ? 3u : 4u));
@@ -669,9 +669,9 @@ TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[
         Rig::free_all(fb);
 
         const auto st = snap(s, now);
-        CHECK(st.egress.feedback_sent == 3);
-        CHECK(st.egress.feedback_suppressed == 1);
-        CHECK(st.egress.feedback_failed == 0);
+        CHECK(st[core::SwitchCounter::FeedbackSent] == 3);
+        CHECK(st[core::SwitchCounter::FeedbackSuppressed] == 1);
+        CHECK(st[core::SwitchCounter::FeedbackFailed] == 0);
         Rig::free_all(rig.take(1));
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
@@ -711,8 +711,8 @@ TEST_CASE("tx_contributions counts each gradient's contrib_count, merged or not,
         CHECK(out.size() == 8);
         Rig::free_all(out);
         const auto st = snap(s, now + 1);
-        CHECK(st.ports[1].tx.packets == 8);
-        CHECK(st.ports[1].tx.contributions == 3 + 2 + 1);
+        CHECK(st.ports[1][core::PortCounter::TxPackets] == 8);
+        CHECK(st.ports[1][core::PortCounter::TxContributions] == 3 + 2 + 1);
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
 }
@@ -747,7 +747,7 @@ TEST_CASE("a MAC@IP member binding refuses a non-member that borrows a member's 
         rig.inject(0, gradient_frame(2, learner, learner_ip, 7, 1));
         run_round(s, now);
         const auto st = snap(s, now);
-        CHECK(st.egress.non_member == 1);
+        CHECK(st[core::SwitchCounter::NonMember] == 1);
         CHECK(st.ports[1].queue.mergeable_arrivals == 2);
         CHECK(st.ports[1].queue.merged == 1);  // member 2 into member 1, never the borrower
         CHECK(st.ports[1].queue_depth == 4);   // 2 fillers, member 1 (+2), the borrower's
@@ -804,26 +804,26 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[dpdk]") {
         std::uint64_t received = 0, copies = 0, sent = 0, merged = 0, tail_dropped = 0, filtered = 0, too_big = 0,
                       waiting = 0;
         for (const auto& p : st.ports) {
-            received += p.rx_packets;
-            copies += p.tx.flooded;  // three ports: each flood makes one copy beyond the original
-            sent += p.tx.packets;
+            received += p[core::PortCounter::RxPackets];
+            copies += p[core::PortCounter::Flooded];  // three ports: each flood makes one copy beyond the original
+            sent += p[core::PortCounter::TxPackets];
             merged += p.queue.merged;
             tail_dropped += p.queue.dropped;
-            filtered += p.tx.filtered;
-            too_big += p.tx.too_big;
+            filtered += p[core::PortCounter::Filtered];
+            too_big += p[core::PortCounter::TxTooBig];
             waiting += p.queue_depth + p.tx_pending;
         }
-        const std::uint64_t dropped_by_policy = st.egress.malformed_dropped + st.egress.non_member_dropped;
+        const std::uint64_t dropped_by_policy = st[core::SwitchCounter::MalformedDropped] + st[core::SwitchCounter::NonMemberDropped];
         INFO("received " << received << " copies " << copies << " sent " << sent << " merged " << merged << " tail "
                          << tail_dropped << " filtered " << filtered << " too_big " << too_big << " policy "
-                         << dropped_by_policy << " waiting " << waiting << " clone_failed " << st.egress.clone_failed);
+                         << dropped_by_policy << " waiting " << waiting << " clone_failed " << st[core::SwitchCounter::CloneFailed]);
         CHECK(received == 3 + 6 * 20);
         CHECK(merged > 0);
         CHECK(tail_dropped > 0);
         CHECK(too_big == 6);
         CHECK(filtered == 6);
         CHECK(dropped_by_policy == 12);
-        CHECK(st.egress.clone_failed == 0);
+        CHECK(st[core::SwitchCounter::CloneFailed] == 0);
         CHECK(waiting == 0);
         CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy);
     }

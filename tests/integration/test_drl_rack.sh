@@ -12,35 +12,11 @@
 set -uo pipefail
 
 SWITCH=$1 LEARNER=$2 WORKER=$3 SRC=$4 PYMOD=${5:-}
-# shellcheck source=../../tools/lab/rack.sh
-source "$SRC/tools/lab/rack.sh"
+# shellcheck source=../lib/rack_test.sh
+source "$SRC/tests/lib/rack_test.sh"
 # shellcheck source=../../tools/lab/switch_yaml.sh
 source "$SRC/tools/lab/switch_yaml.sh"
-# shellcheck source=../drl/drl_lib.sh
-source "$SRC/tests/drl/drl_lib.sh"
-
-RACK_PREFIX=shesha-drl-
-RACK_IF_PREFIX=shdrl-
-export RACK_FILE_PREFIX=shesha-drl-$$
-rack_can_run || exit 77
-
-WORK=$(mktemp -d /tmp/shesha-drl-rack.XXXXXX)
-SWITCH_PID=
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    [ -n "$SWITCH_PID" ] && kill -TERM "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null
-    rack_down
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# The switch polls on lcore 0; host processes run on the other core(s) (as test_rack.sh does).
-if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
-# Started in the background, a shell function runs in a subshell: exec makes $! the process
-# itself, so SIGTERM reaches the learner or worker (which then writes its final metrics).
-host_run() { local h=$1; shift; exec ip netns exec "${RACK_PREFIX}$h" taskset -c "$HOST_CPUS" "$@"; }
+rack_test_begin drl
 
 HOSTS=(h1 h2 h3 h4)
 rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4
@@ -50,14 +26,7 @@ CFG=$SRC/configs/cluster-cartpole.yaml
 # Bottleneck toward the learner: 30 Mbit/s, 128-packet queue, marking from 16 packets. Three
 # workers offer far more than that, so chunks of the same index wait together and merge.
 rack_switch_yaml "$WORK/switch.yaml" h4 30M 128 16 h1,h2,h3 "${HOSTS[@]}"
-"$SWITCH" -c "$WORK/switch.yaml" --stats-json "$WORK/switch.json" > "$WORK/switch.log" 2>&1 &
-SWITCH_PID=$!
-for _ in $(seq 1 100); do
-    grep -q "shesha-switch running" "$WORK/switch.log" && break
-    kill -0 "$SWITCH_PID" 2>/dev/null || break
-    sleep 0.1
-done
-grep -q "shesha-switch running" "$WORK/switch.log" || { fail "switch did not start"; cat "$WORK/switch.log"; exit 1; }
+rack_start_switch "$WORK/switch.yaml" "$WORK/switch.log" --stats-json "$WORK/switch.json"
 for h in h1 h2 h3; do rack_exec "$h" ping -c 1 -W 1 "$LEARNER_IP" > /dev/null 2>&1; done  # ARP + FDB warm
 
 host_run h4 "$LEARNER" --config "$CFG" --cluster 1 --bind "$LEARNER_IP" --duration 180 --target-return 195 \

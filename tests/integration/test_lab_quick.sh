@@ -16,9 +16,8 @@ ip netns del shesha-labprobe$$
 $PY -c 'import yaml, matplotlib' 2>/dev/null || { echo "skip: $PY lacks python3-yaml or python3-matplotlib"; exit 77; }
 
 WORK=$(mktemp -d /tmp/shesha-lab-test.XXXXXX)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok:   $*"; }
+# shellcheck source=../lib/checks.sh
+source "$SRC/tests/lib/checks.sh"
 cleanup() { if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi; }
 trap cleanup EXIT
 
@@ -31,8 +30,7 @@ leftovers() {  # namespaces, veths or DPDK runtime dirs the lab left behind
 echo "== 1. Ctrl-C in the middle of an arm tears everything down"
 $PY "$LAB" --quick --build-dir "$BUILD" --out "$WORK/interrupted" > "$WORK/interrupted.log" 2>&1 &
 lab_pid=$!
-for _ in $(seq 1 900); do grep -q "s |" "$WORK/interrupted.log" 2>/dev/null && break; sleep 0.2; done
-grep -q "s |" "$WORK/interrupted.log" || fail "no progress line within 180 s: $(tail -5 "$WORK/interrupted.log")"
+wait_for_line "$WORK/interrupted.log" "s |" "$lab_pid" 180 || fail "no progress line within 180 s: $(tail -5 "$WORK/interrupted.log")"
 kill -INT $lab_pid
 wait $lab_pid; rc=$?
 [ $rc -eq 130 ] && pass "interrupted run exits 130" || fail "interrupted run exit code $rc, expected 130"

@@ -7,65 +7,11 @@
 set -uo pipefail
 
 SWITCH=$1 GEN=$2 SINK=$3 SRC=$4
-# shellcheck source=../../tools/lab/rack.sh
-source "$SRC/tools/lab/rack.sh"
+# shellcheck source=../lib/rack_test.sh
+source "$SRC/tests/lib/rack_test.sh"
 # shellcheck source=../../tools/lab/switch_yaml.sh
 source "$SRC/tools/lab/switch_yaml.sh"
-
-RACK_PREFIX=shesha-it-
-RACK_IF_PREFIX=shit-
-export RACK_FILE_PREFIX=shesha-it-$$
-rack_can_run || exit 77
-
-WORK=$(mktemp -d /tmp/shesha-rack-test.XXXXXX)
-SWITCH_PID=
-failures=0
-
-cleanup() {
-    [ -n "$SWITCH_PID" ] && kill -TERM "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null
-    rack_down
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok:   $*"; }
-check() {  # check DESCRIPTION PYTHON_EXPR (evaluated with j(file, path) available)
-    local desc=$1 expr=$2 out
-    out=$(python3 - "$expr" <<'EOF'
-import json, sys
-cache = {}
-def j(path, key):
-    if path not in cache:
-        cache[path] = json.load(open(path))
-    node = cache[path]
-    for part in key.split("."):
-        node = node[int(part)] if part.isdigit() else node[part]
-    return node
-def port(path, name):
-    return next(p for p in j(path, "ports") if p["name"] == name)
-def queue(path, name):
-    return port(path, name)["queue"]
-expr = sys.argv[1]
-try:
-    ok = eval(expr)
-except Exception as e:
-    print(f"error evaluating: {e}")
-    sys.exit(2)
-print("true" if ok else "false")
-EOF
-)
-    if [ "$out" = "true" ]; then pass "$desc"; else fail "$desc ($expr -> $out)"; fi
-}
-jv() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]))
-for p in sys.argv[2].split('.'): d=d[int(p)] if p.isdigit() else d[p]
-print(d)" "$1" "$2"; }
-
-# The switch polls on lcore 0; host processes run on the other core(s) so that the switch is not
-# preempted by them (a preempted switch lets packets pile up and merge even on an idle link).
-if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
-host_run() { local h=$1; shift; rack_exec "$h" taskset -c "$HOST_CPUS" "$@"; }
+rack_test_begin it
 
 HOSTS=(h1 h2 h3 h4 h9)          # h1..h3 workers, h4 learner, h9 a rogue outside the allow-list
 rack_up h1:10.77.0.1 h2:10.77.0.2 h3:10.77.0.3 h4:10.77.0.4 h9:10.77.0.9
@@ -74,28 +20,9 @@ LEARNER_IP=10.77.0.4
 start_switch() {  # start_switch NAME RATE QUEUE MARK AGGREGATION
     local name=$1
     rack_switch_yaml "$WORK/$name.yaml" h4 "$2" "$3" "$4" h1,h2,h3 "${HOSTS[@]}"
-    : > "$WORK/$name.switch.log"
-    "$SWITCH" -c "$WORK/$name.yaml" --aggregation "$5" --stats-json "$WORK/$name.switch.json" \
-        > "$WORK/$name.switch.log" 2>&1 &
-    SWITCH_PID=$!
-    for _ in $(seq 1 100); do
-        grep -q "shesha-switch running" "$WORK/$name.switch.log" && return 0
-        kill -0 "$SWITCH_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    fail "switch $name did not start"; cat "$WORK/$name.switch.log"; exit 1
+    rack_start_switch "$WORK/$name.yaml" "$WORK/$name.switch.log" --aggregation "$5" --stats-json "$WORK/$name.switch.json"
 }
-stop_switch() {
-    kill -INT "$SWITCH_PID"; wait "$SWITCH_PID"; local rc=$?; SWITCH_PID=
-    [ $rc -eq 0 ] || fail "switch exited with $rc"
-}
-
-# wait_listening HOST: until a UDP socket listens on the Shesha port in HOST (bounded: 5 s).
-wait_listening() {
-    local _
-    for _ in $(seq 1 50); do rack_exec "$1" ss -Huln "sport = :17717" 2>/dev/null | grep -q . && return 0; sleep 0.1; done
-    fail "nothing listens on $1:17717"
-}
+stop_switch() { rack_stop_switch; }
 
 # gen_on HOST NAME ARGS...: a shesha-gen in HOST's namespace, JSON to $WORK/NAME.gen.json
 gen_on() {

@@ -10,23 +10,9 @@
 # usage: test_rack_jumbo.sh SWITCH GEN SINK WORKER SOURCE_DIR
 set -uo pipefail
 SWITCH=$1 GEN=$2 SINK=$3 WORKER=$4 SRC=$5
-source "$SRC/tools/lab/rack.sh"
-source "$SRC/tests/drl/drl_lib.sh"
-RACK_PREFIX=shesha-jb-
-RACK_IF_PREFIX=shjb-
-RACK_FILE_PREFIX=shesha-jb-$$
-rack_can_run || exit 77
-WORK=$(mktemp -d /tmp/shesha-rack-jumbo.XXXXXX)
-SWITCH_PID=
-cleanup() {
-    [ -n "$SWITCH_PID" ] && kill -TERM "$SWITCH_PID" 2>/dev/null && wait "$SWITCH_PID" 2>/dev/null
-    rack_down
-    rm -rf "/var/run/dpdk/$RACK_FILE_PREFIX"
-    if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "artifacts kept in $WORK"; fi
-}
-trap cleanup EXIT
-if [ "$(nproc)" -ge 2 ]; then HOST_CPUS=1-$(($(nproc) - 1)); else HOST_CPUS=0; fi
-host_run() { local h=$1; shift; rack_exec "$h" taskset -c "$HOST_CPUS" "$@"; }
+# shellcheck source=../lib/rack_test.sh
+source "$SRC/tests/lib/rack_test.sh"
+rack_test_begin jb
 
 RACK_MTU=9000 rack_up h1:10.79.0.1 h2:10.79.0.2 h3:10.79.0.3 h4:10.79.0.4 h5:10.79.0.5:1500
 BIG="framesz=9216,blocksz=36864"
@@ -67,15 +53,12 @@ fi
 
 echo "== 2. 2048-element chunks merged behind the shaped port, sums exact"
 switch_yaml "$WORK/sw.yaml" "net_af_packet0,iface=$(rack_host_if h1),$BIG"
-"$SWITCH" -c "$WORK/sw.yaml" --stats-json "$WORK/sw.json" > "$WORK/sw.log" 2>&1 &
-SWITCH_PID=$!
-for _ in $(seq 1 100); do grep -q "shesha-switch running" "$WORK/sw.log" && break; kill -0 $SWITCH_PID 2>/dev/null || break; sleep 0.1; done
-grep -q "shesha-switch running" "$WORK/sw.log" || { fail "switch did not start: $(tail -3 "$WORK/sw.log")"; exit 1; }
+rack_start_switch "$WORK/sw.yaml" "$WORK/sw.log" --stats-json "$WORK/sw.json"
 for h in h1 h2 h3 h5; do rack_exec "$h" ping -c 1 -W 1 10.79.0.4 > /dev/null 2>&1; done  # ARP + FDB
 rack_exec h1 ping -c 1 -W 1 10.79.0.5 > /dev/null 2>&1
 host_run h4 "$SINK" --bind 10.79.0.4 --until-idle 2 --duration 30 --json "$WORK/sink.json" > "$WORK/sink.log" 2>&1 &
 SINK_PID=$!
-for _ in $(seq 1 50); do rack_exec h4 ss -uln 2>/dev/null | grep -q ":17717 " && break; sleep 0.1; done  # listening
+wait_listening h4
 gens=()
 for h in h1 h2 h3; do
     host_run "$h" "$GEN" --dst 10.79.0.4 --bind "10.79.0.${h#h}" --workers 1 --chunks 2 --elems 2048 --rate 150 \

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
         // One tick per round: the clock only matters for aging, sojourn marking and the FEEDBACK
         // limiter, whose intervals (>= 1 us at 1 MHz) then pass between rounds as on the switch.
         core::Pipeline<ReplayIo> pipeline(cfg, 1'000'000, io);
-        core::RxLcoreCounters rx;
+        core::SwitchCounters rx;
         std::uint64_t now = 1;
         std::vector<Frame*> burst(pipeline.burst());
         bool more = true;
@@ -181,29 +181,30 @@ int main(int argc, char** argv) {
             json::Json out;
             out["rounds"] = rounds;
             out["ports"] = json::Json::array();
+            // Every counter of the pipeline's tables, under the names shesha-switch's stats use.
             for (std::size_t p = 0; p < pipeline.port_count(); ++p) {
                 const auto& port = pipeline.port(p);
-                const auto& q = port.queue.stats();
-                json::Json j = fields({{"rx_packets", port.rx.packets}, {"rx_bytes", port.rx.bytes},
-                                       {"tx_packets", port.tx.packets}, {"tx_bytes", port.tx.bytes},
-                                       {"tx_contributions", port.tx.contributions}, {"flooded", port.tx.flooded},
-                                       {"filtered", port.tx.filtered}, {"tx_too_big", port.tx.too_big}});
+                core::PortCounters c = port.rx;
+                c += port.tx;
+                json::Json j;
                 j["name"] = port.name;
+                for (std::size_t i = 0; i < core::PortCounters::kSize; ++i) j[std::string(core::kPortCounterNames[i].key)] = c.values[i];
+                const auto& q = port.queue.stats();
                 j["queue"] = fields({{"enqueued", q.enqueued}, {"merged", q.merged}, {"bytes_saved", q.bytes_saved},
                                      {"merge_refused", q.merge_refused}, {"mergeable_arrivals", q.mergeable_arrivals},
                                      {"dropped", q.dropped}, {"dequeued", q.dequeued}, {"marked", q.marked},
                                      {"ecn_ce_set", q.ecn_ce_set}});
                 out["ports"].push_back(std::move(j));
             }
-            const auto& e = pipeline.egress();
-            std::uint64_t malformed = rx.bad_frames;
-            for (std::size_t i = 1; i < rx.malformed.size(); ++i) malformed += rx.malformed[i];
-            out["frames"] = fields({{"non_ip", rx.non_ip}, {"ip_other", rx.ip_other}, {"shesha", rx.shesha_valid},
-                                    {"gradient_f32", rx.gradient_f32}, {"malformed", malformed}});
-            out["malformed"] = fields({{"total", malformed}, {"bad_frames", rx.bad_frames}, {"dropped", e.malformed_dropped}});
-            out["gradients"] = fields({{"non_member", e.non_member}, {"non_member_dropped", e.non_member_dropped},
-                                       {"no_aggregation", e.no_aggregation}, {"unknown_cluster", e.unknown_cluster}});
-            out["feedback"] = fields({{"sent", e.feedback_sent}, {"suppressed", e.feedback_suppressed}, {"failed", e.feedback_failed}});
+            core::SwitchCounters sc = rx;
+            sc += pipeline.egress();
+            for (std::size_t i = 0; i < core::SwitchCounters::kSize; ++i) {
+                const auto& n = core::kSwitchCounterNames[i];
+                out[std::string(n.section)][std::string(n.key)] = sc.values[i];
+            }
+            out["malformed"]["total"] = core::malformed_total(sc);
+            out["frames"]["malformed"] = core::malformed_total(sc);
+            out["gradients"]["valid_shesha"] = sc[core::SwitchCounter::Shesha];
             out["fdb"] = fields({{"learned", pipeline.fdb().stats().learned}, {"moved", pipeline.fdb().stats().moved},
                                  {"size", pipeline.fdb().size()}});
             std::string error;

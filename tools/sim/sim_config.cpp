@@ -91,6 +91,7 @@ const std::map<std::string, Setter>& schema() {
         {"queue.capacity_bytes", uint_field(&Scenario::capacity_bytes, 9100, 1ull << 34)},
         {"queue.mark_depth_packets", uint_field(&Scenario::mark_depth_packets, 0, 1u << 20)},
         {"queue.version_tolerance", uint_field(&Scenario::version_tolerance, 0, 16)},
+        {"queue.fair", bool_field(&Scenario::fair_scheduling)},
         {"queue.host_capacity_packets", uint_field(&Scenario::host_capacity_packets, 1, 1u << 20)},
         {"transport.window_control", bool_field(&Scenario::window_control)},
         {"transport.switch_feedback", bool_field(&Scenario::switch_feedback)},
@@ -190,6 +191,7 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 
 std::string arm_name(const Scenario& s) {
     std::string n = s.aggregation ? "merge" : "fifo";
+    if (s.fair_scheduling) n += "+drr";
     if (s.window_control) n += s.switch_feedback ? "+window+fb" : "+window";
     return n;
 }

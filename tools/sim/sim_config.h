@@ -51,6 +51,7 @@ struct Scenario {
     std::uint64_t capacity_bytes = 4u << 20;
     std::uint32_t mark_depth_packets = 32;  // 0 disables marking
     std::uint32_t version_tolerance = 0;
+    bool fair_scheduling = false;    // switch ports: DRR over clusters weighted by contributions (scheduling: drr)
     std::uint32_t host_capacity_packets = 256;  // worker NIC queue (plain FIFO)
 
     // transport

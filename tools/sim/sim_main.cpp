@@ -183,6 +183,17 @@ int main(int argc, char** argv) {
         std::printf("  AoM mean %.1f us, peak %.1f us; staleness mean %.2f max %u; Jain %.4f; verify failures %llu\n",
                     r.aom_mean_us, r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness,
                     static_cast<unsigned long long>(r.verify_failures));
+        // The switches' own counters (the pipeline's tables, named as in shesha-switch's stats).
+        std::string counters;
+        for (std::size_t i = 0; i < shesha::core::SwitchCounters::kSize; ++i) {
+            const auto& n = shesha::core::kSwitchCounterNames[i];
+            if (r.switch_counters.values[i] != 0 && n.section != "internal")
+                counters += fmt::format("{}{}.{} {}", counters.empty() ? "" : ", ", n.section, n.key, r.switch_counters.values[i]);
+        }
+        for (std::size_t i = 0; i < shesha::core::PortCounters::kSize; ++i)
+            if (r.switch_port_counters.values[i] != 0)
+                counters += fmt::format(", {} {}", shesha::core::kPortCounterNames[i].key, r.switch_port_counters.values[i]);
+        std::printf("  switch counters: %s\n", counters.c_str());
         for (int h = 0; h < shesha::sim::kHopLevels; ++h) {
             const auto& x = r.hops[h];
             if (x.ports == 0) continue;

@@ -192,7 +192,7 @@ struct SimIo {
 struct SimSwitch {
     SimIo io;
     std::unique_ptr<core::Pipeline<SimIo>> pipeline;
-    core::RxLcoreCounters rx;
+    core::SwitchCounters rx;
     std::vector<std::uint32_t> egress_links;  // links whose egress is one of this switch's ports
     std::uint32_t hops_from_workers = 1;      // links between a worker and this switch
 };
@@ -303,6 +303,7 @@ struct Simulator::Impl final : FeedbackSink {
         } else {
             pc.queue_packets = 2;
             pc.queue_bytes = frame_capacity * 2;
+            pc.scheduling = core::Scheduling::Fifo;  // nothing queues here: no class queues
             pc.marking.depth_packets = 0;
         }
         pc.marking.sojourn_us = 0;
@@ -323,6 +324,7 @@ struct Simulator::Impl final : FeedbackSink {
         cfg.feedback = sc.switch_feedback;
         cfg.feedback_interval_us = static_cast<std::uint32_t>(std::llround(sc.feedback_interval_us));
         cfg.non_member = core::NonMemberAction::ForwardUnmerged;
+        cfg.scheduling = sc.fair_scheduling ? core::Scheduling::Drr : core::Scheduling::Fifo;
         for (std::uint32_t i = 0; i < egress + ingress; ++i) cfg.ports.push_back(port_config(i, egress_gbps, i < egress));
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
             cfg.static_fdb.push_back({learner_mac(c), cfg.ports[dst_port(c)].name});
@@ -468,8 +470,11 @@ struct Simulator::Impl final : FeedbackSink {
         return (bits * 1'000'000'000ull + rate_bps - 1) / rate_bps;
     }
 
-    const core::AggregatingQueue& queue_of(const Link& l) const {
-        return l.host_queue ? *l.host_queue : switches[l.sw]->pipeline->port(l.sw_port).queue;
+    std::uint32_t depth_of(const Link& l) const {
+        return l.host_queue ? l.host_queue->depth() : switches[l.sw]->pipeline->port(l.sw_port).queue.depth();
+    }
+    core::QueueStats stats_of(const Link& l) const {
+        return l.host_queue ? l.host_queue->stats() : switches[l.sw]->pipeline->port(l.sw_port).queue.stats();
     }
 
     // The link is free: its egress sends the head packet, if any (a switch port through the
@@ -480,7 +485,7 @@ struct Simulator::Impl final : FeedbackSink {
         const bool got = link.host_queue ? link.host_queue->dequeue(now, d)
                                          : switches[link.sw]->pipeline->dequeue_one(link.sw_port, now, d);
         if (!got) {
-            if (queue_of(link).depth() != 0) {
+            if (depth_of(link) != 0) {
                 link.busy = true;
                 schedule_simple(now + kShaperRetryNs, EventType::TxDone, link_id);
             } else {
@@ -667,7 +672,7 @@ struct Simulator::Impl final : FeedbackSink {
         std::array<std::uint64_t, kHopLevels> depth_max{};
         for (const Link& l : links) {
             auto& m = depth_max[static_cast<int>(l.level)];
-            m = std::max<std::uint64_t>(m, queue_of(l).depth());
+            m = std::max<std::uint64_t>(m, depth_of(l));
         }
         for (int h = 0; h < kHopLevels; ++h) series.push_back({t_ms, "depth_max", static_cast<std::uint32_t>(h), static_cast<double>(depth_max[h])});
         double wsum = 0;
@@ -731,7 +736,7 @@ struct Simulator::Impl final : FeedbackSink {
 
         std::array<double, kHopLevels> depth_sum{}, depth_samples{}, sojourn_sum{};
         for (const Link& l : links) {
-            const core::QueueStats& q = queue_of(l).stats();
+            const core::QueueStats q = stats_of(l);
             HopSummary& h = s.hops[static_cast<int>(l.level)];
             ++h.ports;
             h.arrivals += q.depth_samples;
@@ -751,13 +756,21 @@ struct Simulator::Impl final : FeedbackSink {
         }
         // What the switches' pipelines counted: FEEDBACK, and the contributions in their tail drops.
         s.contributions_dropped += host_drop_contributions;
+        core::SwitchCounters total;
+        core::PortCounters ports_total;
         for (const auto& sw : switches) {
-            const core::EgressCounters& e = sw->pipeline->egress();
-            s.feedback_sent += e.feedback_sent;
-            s.feedback_suppressed += e.feedback_suppressed;
-            for (std::size_t i = 0; i < sw->pipeline->port_count(); ++i)
-                s.contributions_dropped += sw->pipeline->port(i).tx.dropped_contributions;
+            total += sw->rx;
+            total += sw->pipeline->egress();
+            for (std::size_t i = 0; i < sw->pipeline->port_count(); ++i) {
+                ports_total += sw->pipeline->port(i).rx;
+                ports_total += sw->pipeline->port(i).tx;
+            }
         }
+        s.feedback_sent = total[core::SwitchCounter::FeedbackSent];
+        s.feedback_suppressed = total[core::SwitchCounter::FeedbackSuppressed];
+        s.contributions_dropped += ports_total[core::PortCounter::TxDroppedContributions];
+        s.switch_counters = total;
+        s.switch_port_counters = ports_total;
         for (int i = 0; i < kHopLevels; ++i) {
             HopSummary& h = s.hops[i];
             h.depth_mean = depth_samples[i] > 0 ? depth_sum[i] / depth_samples[i] : 0;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "counters.h"
 #include "sim_config.h"
 
 namespace shesha::sim {
@@ -83,6 +84,9 @@ struct Summary {
     double staleness_mean = 0;
     std::uint32_t staleness_max = 0;
     double jain_fairness = 0;                 // over per-cluster applied contributions per worker
+    // Every switch's pipeline counters (switch/core/counters.h), added up over the switches.
+    core::SwitchCounters switch_counters;
+    core::PortCounters switch_port_counters;
     // the simulator itself
     double sim_end_ms = 0;                    // simulated time when the last event ran
     std::uint64_t events = 0;

@@ -152,8 +152,8 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
     io.free_list = &free_list;
     // One tick per slot; the pipeline runs in pull mode (the slot's service dequeues).
     core::Pipeline<SlotIo> sw(slotted_switch_config(p), 1'000'000, io, core::PipelineOptions{.poll_mode = false});
-    core::RxLcoreCounters rx;
-    const core::AggregatingQueue& queue = sw.port(0).queue;
+    core::SwitchCounters rx;
+    const core::PortQueue& queue = sw.port(0).queue;
 
     std::vector<std::vector<DepartedChunk>> departed;        // [t]
     std::vector<std::vector<int>> marked_depth;              // [t][c]: depth found by a marked arrival, -1 none
@@ -254,7 +254,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                     rec.arrival_marked[c] = true;
                     marked_depth[t][c] = std::max(marked_depth[t][c], depth_before);
                 }
-                const core::QueueStats& after = queue.stats();
+                const core::QueueStats after = queue.stats();
                 if (after.merged != before.merged) {
                     ++rec.merges;
                 } else if (after.dropped != before.dropped) {

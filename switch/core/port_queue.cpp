@@ -1,0 +1,166 @@
+#include "port_queue.h"
+
+#include <algorithm>
+
+namespace shesha::core {
+
+namespace {
+
+constexpr std::uint8_t kDefaultClass = 0xFF;
+constexpr std::uint32_t kQuantumPerWeight = 4;  // contributions a class of weight 1 may send per DRR turn
+
+}  // namespace
+
+PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
+                     std::uint32_t default_weight)
+    : scheduling_(scheduling) {
+    queues_.push_back(std::make_unique<AggregatingQueue>(cfg));
+    clusters_.push_back(0);
+    quantum_.push_back(std::max<std::uint32_t>(default_weight, 1) * kQuantumPerWeight);
+    if (scheduling_ == Scheduling::Drr) {
+        for (const SchedulingClass& c : classes) {
+            if (class_of(c.cluster_id) != 0 || queues_.size() >= kDefaultClass) continue;  // duplicate, or too many
+            const auto at = std::lower_bound(class_by_cluster_.begin(), class_by_cluster_.end(),
+                                             std::pair<std::uint16_t, std::uint8_t>{c.cluster_id, 0});
+            class_by_cluster_.insert(at, {c.cluster_id, static_cast<std::uint8_t>(queues_.size())});
+            queues_.push_back(std::make_unique<AggregatingQueue>(cfg));
+            clusters_.push_back(c.cluster_id);
+            quantum_.push_back(std::max<std::uint32_t>(c.weight, 1) * kQuantumPerWeight);
+        }
+    }
+    deficit_.assign(queues_.size(), 0);
+    served_.assign(queues_.size(), 0);
+}
+
+PortQueue::~PortQueue() = default;
+
+std::size_t PortQueue::class_of(std::uint16_t cluster_id) const noexcept {
+    if (class_by_cluster_.empty()) return 0;
+    const auto at = std::lower_bound(class_by_cluster_.begin(), class_by_cluster_.end(),
+                                     std::pair<std::uint16_t, std::uint8_t>{cluster_id, 0});
+    return at != class_by_cluster_.end() && at->first == cluster_id ? at->second : 0;
+}
+
+EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
+    // Only a GRADIENT (it carries contributions) belongs to its cluster's class.
+    const std::size_t c = a.contributions != 0 ? class_of(a.cluster_id) : 0;
+    return queues_[c]->enqueue(a, now);
+}
+
+std::uint32_t PortQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
+                                       EnqueueResult* results) noexcept {
+    return queues_[0]->enqueue_burst(arrivals, n, now, results);
+}
+
+std::uint32_t PortQueue::depth() const noexcept {
+    if (queues_.size() == 1) return queues_[0]->depth();
+    std::uint32_t d = 0;
+    for (const auto& q : queues_) d += q->depth();
+    return d;
+}
+
+std::uint64_t PortQueue::depth_bytes() const noexcept {
+    std::uint64_t b = 0;
+    for (const auto& q : queues_) b += q->depth_bytes();
+    return b;
+}
+
+std::uint32_t PortQueue::capacity() const noexcept { return queues_[0]->capacity(); }
+const QueueConfig& PortQueue::config() const noexcept { return queues_[0]->config(); }
+
+QueueStats PortQueue::stats() const noexcept {
+    if (queues_.size() == 1) return queues_[0]->stats();
+    QueueStats s;
+    for (const auto& q : queues_) {
+        const QueueStats& x = q->stats();
+        s.enqueued += x.enqueued;
+        s.enqueued_bytes += x.enqueued_bytes;
+        s.merged += x.merged;
+        s.bytes_saved += x.bytes_saved;
+        s.merge_refused += x.merge_refused;
+        s.mergeable_arrivals += x.mergeable_arrivals;
+        s.dropped += x.dropped;
+        s.dropped_bytes += x.dropped_bytes;
+        s.dequeued += x.dequeued;
+        s.dequeued_bytes += x.dequeued_bytes;
+        s.marked += x.marked;
+        s.ecn_ce_set += x.ecn_ce_set;
+        s.depth_max = std::max(s.depth_max, x.depth_max);
+        s.depth_sum += x.depth_sum;
+        s.depth_samples += x.depth_samples;
+        s.sojourn_sum_ticks += x.sojourn_sum_ticks;
+        s.sojourn_max_ticks = std::max(s.sojourn_max_ticks, x.sojourn_max_ticks);
+        s.bypassed += x.bypassed;
+    }
+    return s;
+}
+
+// Deficit round robin over the non-empty classes, in units of contributions (a packet without
+// any costs 1). A class earns its quantum once per turn and sends while its deficit covers its
+// head; an emptied class forfeits what is left, as in Shreedhar and Varghese's DRR.
+std::size_t PortQueue::pick() noexcept {
+    if (picked_ != SIZE_MAX) return picked_;
+    if (depth() == 0) return SIZE_MAX;
+    const std::size_t n = queues_.size();
+    for (;;) {
+        AggregatingQueue& q = *queues_[current_];
+        if (q.depth() == 0) {
+            deficit_[current_] = 0;
+            current_ = (current_ + 1) % n;
+            turn_started_ = false;
+            continue;
+        }
+        if (!turn_started_) {
+            deficit_[current_] += quantum_[current_];
+            turn_started_ = true;
+        }
+        const std::int64_t cost = std::max<std::uint16_t>(q.front_contributions(), 1);
+        if (deficit_[current_] >= cost) {
+            picked_ = current_;
+            return picked_;
+        }
+        current_ = (current_ + 1) % n;
+        turn_started_ = false;
+    }
+}
+
+std::uint32_t PortQueue::front_len() noexcept {
+    if (queues_.size() == 1) return queues_[0]->front_len();
+    const std::size_t c = pick();
+    return c == SIZE_MAX ? 0 : queues_[c]->front_len();
+}
+
+bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
+    if (queues_.size() == 1) return queues_[0]->dequeue(now, out);
+    const std::size_t c = pick();
+    if (c == SIZE_MAX) return false;
+    picked_ = SIZE_MAX;
+    if (!queues_[c]->dequeue(now, out)) return false;
+    const std::int64_t cost = std::max<std::uint16_t>(out.contributions, 1);
+    deficit_[c] -= cost;
+    served_[c] += static_cast<std::uint64_t>(cost);
+    if (queues_[c]->depth() == 0) {
+        deficit_[c] = 0;
+        current_ = (c + 1) % queues_.size();
+        turn_started_ = false;
+    }
+    return true;
+}
+
+std::uint32_t PortQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
+                                       std::uint16_t* contributions, std::uint32_t max) noexcept {
+    if (queues_.size() == 1) return queues_[0]->dequeue_burst(now, handles, frame_lens, contributions, max);
+    std::uint32_t n = 0;
+    Departure d;
+    while (n < max && dequeue(now, d)) {
+        handles[n] = d.handle;
+        frame_lens[n] = d.frame_len;
+        contributions[n] = d.contributions;
+        ++n;
+    }
+    return n;
+}
+
+void PortQueue::count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept { queues_[0]->count_bypass(n, bytes); }
+
+}  // namespace shesha::core

@@ -1,0 +1,88 @@
+// A switch port's egress queue: one AggregatingQueue (FIFO scheduling, the default), or one per
+// configured cluster plus one for everything else, served by deficit round robin weighted by
+// contributions (scheduling: drr). With DRR, k backlogged clusters on a port each get their
+// configured share of updates (contrib_count summed over the packets sent), whatever their window
+// history: a cluster cut early by marks cannot be crowded out by one that kept a big window, and a
+// cluster whose packets merged pays one unit per contribution, not per packet (docs/queue.md).
+//
+// The class queues are real AggregatingQueues: merging happens inside a class (merges never cross
+// clusters anyway), and each class has the port's capacity and marking depth, so one cluster's
+// backlog neither fills the others' buffer nor marks their arrivals. Single-threaded, no
+// allocation after construction, as AggregatingQueue.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "aggregating_queue.h"
+
+namespace shesha::core {
+
+enum class Scheduling : std::uint8_t { Fifo, Drr };
+
+struct SchedulingClass {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t weight = 1;  // share of contributions relative to the other classes
+};
+
+class PortQueue {
+public:
+    // classes: the clusters with their own queue under DRR (ignored under FIFO). Everything else
+    // (other traffic, unknown clusters) shares the default class, weight default_weight.
+    PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
+              std::uint32_t default_weight = 1);
+    ~PortQueue();
+    PortQueue(const PortQueue&) = delete;
+    PortQueue& operator=(const PortQueue&) = delete;
+
+    // GRADIENTs go to their cluster's class; non-gradients (a.mergeable false and contributions 0)
+    // and unknown clusters to the default class.
+    EnqueueResult enqueue(const Arrival& a, std::uint64_t now) noexcept;
+    // Arrivals that are not gradients (all into the default class), as AggregatingQueue::enqueue_burst.
+    std::uint32_t enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now, EnqueueResult* results) noexcept;
+
+    // Frame length of the packet the scheduler sends next (0 if empty). Under DRR this commits the
+    // choice: the next dequeue() takes exactly this packet.
+    std::uint32_t front_len() noexcept;
+    bool dequeue(std::uint64_t now, Departure& out) noexcept;
+    std::uint32_t dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens, std::uint16_t* contributions,
+                                std::uint32_t max) noexcept;
+    // As AggregatingQueue::count_bypass (the default class; only called when depth() == 0).
+    void count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept;
+
+    std::uint32_t depth() const noexcept;                    // packets waiting, every class
+    std::uint64_t depth_bytes() const noexcept;
+    std::uint32_t capacity() const noexcept;                 // slots of one class
+    // Statistics summed over the classes (depth_max: the largest of any class).
+    QueueStats stats() const noexcept;
+    const QueueConfig& config() const noexcept;
+    Scheduling scheduling() const noexcept { return scheduling_; }
+
+    // The class a GRADIENT of this cluster uses (0: the default class), and the classes themselves,
+    // for FEEDBACK (which describes the sender's own class) and per-cluster reports.
+    std::size_t class_of(std::uint16_t cluster_id) const noexcept;
+    std::size_t class_count() const noexcept { return queues_.size(); }
+    const AggregatingQueue& class_queue(std::size_t c) const noexcept { return *queues_[c]; }
+    std::uint16_t class_cluster(std::size_t c) const noexcept { return clusters_[c]; }
+    // Contributions (plus one per non-gradient packet) sent from each class: what DRR shares out.
+    std::uint64_t class_served(std::size_t c) const noexcept { return served_[c]; }
+
+private:
+    std::size_t pick() noexcept;  // DRR: the class whose head goes next; SIZE_MAX if all are empty
+
+    Scheduling scheduling_;
+    std::vector<std::unique_ptr<AggregatingQueue>> queues_;  // [0] the default class
+    std::vector<std::uint16_t> clusters_;                    // cluster of each class ([0] unused)
+    std::vector<std::uint32_t> quantum_;                     // contributions added per round
+    std::vector<std::int64_t> deficit_;
+    std::vector<std::uint64_t> served_;
+    std::vector<std::pair<std::uint16_t, std::uint8_t>> class_by_cluster_;  // sorted by cluster (DRR)
+    std::size_t current_ = 0;        // DRR: the class whose turn it is
+    bool turn_started_ = false;      // its quantum was added for this turn
+    std::size_t picked_ = SIZE_MAX;  // committed by front_len()
+};
+
+}  // namespace shesha::core
