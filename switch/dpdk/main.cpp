@@ -42,6 +42,7 @@ struct Options {
     double prometheus_interval_s = 5.0;
     std::optional<std::string> aggregation;  // on|off
     std::optional<std::string> feedback;     // on|off
+    std::optional<std::string> scheduling;
     std::string log_level = "info";
     std::vector<std::string> eal_extra;      // everything after "--"
 };
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--feedback", opt.feedback, "FEEDBACK to senders of marked gradients (overrides feedback.enabled)")
         ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--scheduling", opt.scheduling,
+                   "fifo, or drr: per-cluster fair shares of updates on every port (overrides aggregation.scheduling)")
+        ->check(CLI::IsMember({"fifo", "drr"}));
     shesha::logging::add_log_level_option(app, opt.log_level);
     try {
         app.parse(cli_argc, argv);
@@ -115,6 +119,7 @@ int main(int argc, char** argv) {
     const std::string switch_name = std::filesystem::path(opt.config_path).stem().string();
     if (opt.aggregation) cfg.aggregation = *opt.aggregation == "on";
     if (opt.feedback) cfg.feedback = *opt.feedback == "on";
+    if (opt.scheduling) cfg.scheduling = *opt.scheduling == "drr" ? core::Scheduling::Drr : core::Scheduling::Fifo;
 
     const std::vector<std::string> eal_args = sw::build_eal_args(cfg, opt.eal_extra);
     spdlog::info("EAL arguments: {}", fmt::join(eal_args, " "));
