@@ -30,6 +30,12 @@ expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged
     "clusters[1].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"
 expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
 expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..2048 (above 356 the rack runs at MTU 9000), got 9000"
+expect_error learners 's/^seeds:/learners: pooled\nseeds:/' "learners: per_cluster or shared, got 'pooled'"
+/usr/bin/sed 's/^seeds:/learners: shared\nseeds:/' configs/lab-staleness.yaml > "$out/shared.yaml"
+$py tools/lab/shesha-lab check "$out/shared.yaml" > "$out/shared.log" 2>&1 || { cat "$out/shared.log" >&2; fail "learners: shared does not check"; }
+grep -q '^# .* hosts: learners=' "$out/shared.log" || { cat "$out/shared.log" >&2; fail "learners: shared: no shared learner host in the plan"; }
+expect_error scheduling 's/congestion_control: on}/congestion_control: on, scheduling: wfq}/' \
+    "arms[1].scheduling: fifo or drr (per-cluster fair shares on the switch ports), got 'wfq'"
 # Chunks larger than a 1500-byte frame put the rack at MTU 9000; the plan says so.
 /usr/bin/sed 's/    chunk_elems: 256/    chunk_elems: 2048/' configs/lab-staleness.yaml > "$out/jumbo.yaml"
 $py tools/lab/shesha-lab check "$out/jumbo.yaml" > "$out/jumbo.log" 2>&1 || { cat "$out/jumbo.log" >&2; fail "jumbo scenario does not check"; }
