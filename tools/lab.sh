@@ -30,7 +30,7 @@ if [ $INSTALL -eq 1 ]; then
     ./tools/install-deps.sh
     [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" --buildtype=release
     # Only what the lab runs (the tests and benchmarks are not needed for it).
-    ninja -C "$BUILD" switch/dpdk/shesha-switch tools/gen/shesha-gen tools/sink/shesha-sink \
+    ninja -C "$BUILD" switch/dpdk/shesha-switch tools/gen/shesha-gen tools/sink/shesha-sink tools/sim/shesha-sim \
         learner/shesha-learner worker/shesha-worker
 fi
 # Debian's interpreter: it has python3-yaml and python3-matplotlib (a python3 earlier on PATH may not).

@@ -66,7 +66,14 @@ def check(desc, ok):
 def finite(x):
     return isinstance(x, (int, float)) and math.isfinite(x)
 arms = [a["name"] for a in sc["arms"]]
-check("scenario has the four arms", arms == ["fifo", "merge", "feedback", "shesha"])
+check("scenario has the FIFO and full Shesha arms", arms == ["fifo", "shesha"])
+check("full Shesha schedules per cluster (drr), FIFO does not",
+      [a["scheduling"] for a in sc["arms"]] == ["fifo", "drr"])
+check("the learners share one host and port", sc["learners"] == "shared")
+for section in ("## Goals: full Shesha against FIFO", "## Time to target over seeds", "## At scale: the same shape in shesha-sim"):
+    check(f"report has '{section}'", section in report)
+sim_rows = open(os.path.join(R, "sim", "summary.csv")).read().splitlines()[1:] if os.path.exists(os.path.join(R, "sim", "summary.csv")) else []
+check("simulator section: 2 sizes x 2 arms x 3 seeds", len(sim_rows) == 12)
 for a in sc["arms"]:
     name = a["name"]
     check(f"{name}: in the headline table", f"| {name} |" in report)
