@@ -7,7 +7,9 @@ namespace shesha::core {
 namespace {
 
 constexpr std::uint8_t kDefaultClass = 0xFF;
-constexpr std::uint32_t kQuantumPerWeight = 4;  // contributions a class of weight 1 may send per DRR turn
+// Contributions a class of weight 1 earns per DRR turn: 1, the finest grain, so two backlogged
+// classes never drift apart by more than one packet's contributions.
+constexpr std::uint32_t kQuantumPerWeight = 1;
 
 }  // namespace
 

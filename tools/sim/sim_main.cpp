@@ -47,7 +47,7 @@ std::string joined(const std::vector<std::int64_t>& v) {
     return fmt::format("{}", fmt::join(v, " "));
 }
 
-int replay(const std::string& path, const std::string& out_dir, bool quiet) {
+int replay(const std::string& path, const std::string& out_dir, bool quiet, const std::string& scheduling) {
     std::ifstream in(path);
     if (!in) {
         spdlog::error("{}: cannot read the file", path);
@@ -61,13 +61,17 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet) {
         spdlog::error("{}", e.what());
         return 2;
     }
+    // The recorded workload on the switch as it is configured now: --scheduling drr replays an old
+    // counterexample on the per-cluster fair queue instead of the FIFO the model describes.
+    if (scheduling == "drr") r.system.fair_scheduling = true;
     const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload);
     const shesha::sim::SlotMeasurements m = shesha::sim::measure(run.slots, r.bounds);
     const auto& s = r.system;
     if (!quiet) {
         fmt::print("slotted replay of {}: {} slots, {} clusters, queue {} slots serving {}/slot, mark depth {}, "
-                   "aggregation {}, feedback {}\n", path, s.horizon, s.clusters, s.queue_packets, s.service_rate,
-                   s.mark_depth, s.aggregation ? "on" : "off", s.feedback ? "on" : "off");
+                   "aggregation {}, feedback {}, scheduling {}\n", path, s.horizon, s.clusters, s.queue_packets,
+                   s.service_rate, s.mark_depth, s.aggregation ? "on" : "off", s.feedback ? "on" : "off",
+                   s.fair_scheduling ? "drr" : "fifo");
         fmt::print("the verifier's model: {} violated at step {}: {}\n", r.property, r.step, r.what);
         fmt::print("{:>4}  {:<10} {:>5} {:>5} {:>6}  {:<36} {:<5} {:<10} {:<10}\n", "slot", "sent", "depth", "drops",
                    "merges", "departures (cluster x contributions)", "cuts", "windows", "ages");
@@ -145,6 +149,11 @@ int main(int argc, char** argv) {
     auto* replay_opt = app.add_option("--replay", replay_path,
                                       "replay a per-slot workload (a shesha-verify counterexample JSON) in the "
                                       "slotted mode and measure its bounds");
+    std::string scheduling = "fifo";
+    app.add_option("--scheduling", scheduling,
+                   "with --replay: the switch port's scheduling, fifo (the verifier's model) or drr (per-cluster fair shares)")
+        ->check(CLI::IsMember({"fifo", "drr"}))
+        ->needs(replay_opt);
     replay_opt->excludes("--config")->excludes("--set")->excludes("--aggregation")->excludes("--window")
         ->excludes("--feedback")->excludes("--append");
     shesha::logging::add_log_level_option(app, log_level);
@@ -155,7 +164,7 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
     shesha::logging::init("shesha-sim", log_level);
-    if (!replay_path.empty()) return replay(replay_path, out_dir, quiet);
+    if (!replay_path.empty()) return replay(replay_path, out_dir, quiet, scheduling);
 
     if (!aggregation.empty()) overrides.push_back("queue.aggregation=" + aggregation);
     if (!window.empty()) overrides.push_back("transport.window_control=" + window);

@@ -82,6 +82,7 @@ core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
     cfg.burst = 32;
     cfg.udp_port = proto::kDefaultUdpPort;
     cfg.aggregation = p.aggregation;
+    cfg.scheduling = p.fair_scheduling ? core::Scheduling::Drr : core::Scheduling::Fifo;
     cfg.feedback = true;             // marks are observed through the FEEDBACK the pipeline builds
     cfg.feedback_interval_us = 0;    // every marked arrival answers (the model rate-limits by slots)
     cfg.fdb_capacity = static_cast<std::uint32_t>(p.clusters) + 16;

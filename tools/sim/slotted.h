@@ -36,6 +36,7 @@ struct SlottedSystem {
     int queue_packets = 4;       // Q: the real queue's slot count
     int mark_depth = 0;          // M: mark arrivals finding >= M waiting; 0 = off
     bool aggregation = true;     // merge rule on
+    bool fair_scheduling = false;  // the switch port schedules per cluster (DRR by contributions)
     // Bit c set: cluster c's gradients are never merged (per-cluster switch rule or non-member).
     unsigned unmerged_clusters = 0;
     // Window constants (transport::SenderConfig).
