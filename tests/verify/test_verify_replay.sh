@@ -29,6 +29,10 @@ expect_rc() {  # expect_rc RC LOG command...
 # Known-good configurations verify.
 expect_rc 0 "$out/good.log" "$verify" check "$examples/good.yaml" --out-dir "$out"
 grep -q '^responsiveness: verified within bounds' "$out/good.log" || fail "good.yaml: responsiveness not verified"
+# Three clusters on the same system (issue 11): responsiveness and AoM bound 3 verify.
+expect_rc 0 "$out/three.log" "$verify" check "$examples/three-clusters.yaml" --out-dir "$out"
+grep -q '^model: 3 clusters' "$out/three.log" || fail "three-clusters.yaml: not a 3-cluster model"
+grep -q '^aom: verified within bounds' "$out/three.log" || fail "three-clusters.yaml: AoM not verified"
 grep -q '^aom: verified within bounds' "$out/good.log" || fail "good.yaml: aom not verified"
 expect_rc 0 "$out/fair.log" "$verify" check "$examples/fair.yaml" --out-dir "$out"
 grep -q '^fairness: verified within bounds' "$out/fair.log" || fail "fair.yaml: fairness not verified"
