@@ -73,8 +73,10 @@ std::vector<float> pattern_gradient(const ChunkLayout& l, std::uint32_t worker) 
 TEST_CASE("config validation names the problem and the constructor refuses bad configs") {
     SenderConfig c = small_config();
     CHECK(validate(c).empty());
-    c.w_min = 0.5;
+    c.w_min = 0;
     CHECK(validate(c).find("w_min") != std::string::npos);
+    c.w_min = 0.5;  // below one chunk: pacing
+    CHECK(validate(c).empty());
     c = small_config();
     c.w_init = 7;
     CHECK(validate(c).find("w_init") != std::string::npos);
@@ -677,4 +679,47 @@ TEST_CASE("closed loop: workers, an in-network merge of equal chunks, planned cr
         CHECK(s.counters().chunks_merged == 0);
     }
     CHECK(contributions_delivered == 5 * 8 * kWorkers);
+}
+
+TEST_CASE("below one chunk the sender paces: one chunk, then (1/W - 1) round trips of quiet") {
+    SenderConfig c = small_config();
+    c.w_init = c.w_min = 0.25;
+    c.w_max = 4;
+    CreditSender s(c);
+    offer_ones(s);
+    REQUIRE(s.pacing());
+    CHECK(s.usable_window() == 1);
+    CHECK(send_burst(s, 0) == 1);     // one chunk in flight
+    CHECK(send_burst(s, 10) == 0);
+    s.on_credit(credit(1), 0, 1000);  // its credit after 1000 ns: the first round-trip sample
+    CHECK(s.srtt_ns() == 1000);
+    CHECK(s.window() == 0.5);         // an unmarked round doubles a paced window (at most)
+    // W = 0.5 now: the next chunk waits (1/0.5 - 1) x 1000 ns after the credit.
+    CHECK(send_burst(s, 1999) == 0);
+    CHECK(send_burst(s, 2000) == 1);
+    s.on_credit(credit(1), 0, 2500);  // sample 500: srtt = 1000 - 125 + 62 = 937
+    CHECK(s.srtt_ns() == 937);
+    CHECK(s.window() == 1.0);         // back at one chunk: no more pacing
+    CHECK(!s.pacing());
+    CHECK(send_burst(s, 2500) == 1);
+}
+
+TEST_CASE("a FEEDBACK cut shrinks with the merge fraction the switch reports (merge-aware)") {
+    CHECK(!SenderConfig{}.merge_aware);  // off unless asked for
+    for (bool aware : {true, false}) {
+        SenderConfig c = small_config();
+        c.w_init = 8;
+        c.w_max = 16;
+        c.merge_aware = aware;
+        CreditSender s(c);
+        offer_ones(s);
+        CHECK(send_burst(s) == 8);
+        proto::FeedbackBody fb;
+        fb.mark_permille = 500;
+        fb.merge_permille = 750;  // the queue merged 3 of 4 mergeable arrivals
+        s.on_feedback(fb, 1);
+        // a = 0.5, scaled by 1 - 0.75 when merge-aware: W = 8 * (1 - 0.0625) = 7.5; else 8 * 0.75 = 6.
+        CHECK(s.window() == (aware ? 7.5 : 6.0));
+        CHECK(s.counters().feedback_reductions == 1);
+    }
 }

@@ -14,7 +14,7 @@ std::string validate(const SenderConfig& cfg) {
     if (!make_layout(cfg.model_elems, cfg.chunk_elems, &error)) return error;
     auto finite = [](double x) { return std::isfinite(x); };
     if (!finite(cfg.w_min) || !finite(cfg.w_max) || !finite(cfg.w_init)) return "window sizes must be finite";
-    if (cfg.w_min < 1) return "w_min must be at least 1 (a window below one chunk never sends)";
+    if (cfg.w_min <= 0) return "w_min must be above 0 (below 1 the sender paces one chunk over several round trips)";
     if (cfg.w_max < cfg.w_min) return "w_max must be >= w_min";
     if (cfg.w_init < cfg.w_min || cfg.w_init > cfg.w_max) return "w_init must lie in [w_min, w_max]";
     if (cfg.w_max > 1e9) return "w_max is unreasonably large";
@@ -104,6 +104,7 @@ bool CreditSender::is_pending(std::uint16_t chunk_index) const noexcept {
 
 std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) noexcept {
     if (pending_count_ == 0 || credits_available() == 0) return std::nullopt;
+    if (window_ < 1.0 && now_ns < next_send_ns_) return std::nullopt;  // pacing below one chunk
     const std::uint16_t k = order_[order_head_];
     order_head_ = (order_head_ + 1) % layout_.chunk_count;
     --pending_count_;
@@ -126,6 +127,7 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
     out.elements = {storage_.data() + layout_.offset(k), h.elem_count};
 
     if (in_flight_ == 0) last_progress_ns_ = now_ns;  // the timeout counts from the first chunk out
+    last_send_ns_ = now_ns;
     ++in_flight_;
     ++c_.chunks_sent;
     c_.contributions_sent += s.contrib_count;
@@ -137,6 +139,11 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
     c_.credits_received += credit.credits;
     const std::uint32_t applied = std::min(credit.credits, in_flight_);
     c_.credits_excess += credit.credits - applied;
+    if (applied > 0 && in_flight_ == 1 && now_ns >= last_send_ns_) {
+        // One chunk was in flight: its send-to-credit time is a clean round-trip sample.
+        const std::uint64_t sample = now_ns - last_send_ns_;
+        srtt_ns_ = srtt_ns_ == 0 ? sample : srtt_ns_ - srtt_ns_ / 8 + sample / 8;
+    }
     in_flight_ -= applied;
     retired_total_ += applied;
     round_credited_ += applied;
@@ -153,6 +160,9 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
     last_progress_ns_ = now_ns;
 
     if ((applied > 0 || marks > 0) && retired_total_ >= round_end_) end_round();
+    // Pacing: the next chunk waits (1/W - 1) round trips after this credit.
+    if (applied > 0 && window_ < 1.0)
+        next_send_ns_ = now_ns + static_cast<std::uint64_t>(static_cast<double>(srtt_ns_) * (1.0 / window_ - 1.0));
 }
 
 double CreditSender::feedback_fraction(const proto::FeedbackBody& f) noexcept {
@@ -170,7 +180,9 @@ void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_
         ++c_.feedback_ignored;
         return;
     }
-    cut_window(std::max(alpha_, feedback_fraction(feedback)));
+    double cut = std::max(alpha_, feedback_fraction(feedback));
+    if (cfg_.merge_aware) cut *= 1.0 - std::clamp(feedback.merge_permille / 1000.0, 0.0, 1.0);
+    cut_window(cut);
     round_cut_ = true;
     ++c_.feedback_reductions;
 }
@@ -211,7 +223,9 @@ void CreditSender::end_round() noexcept {
         cut_window(alpha_);
         ++c_.round_reductions;
     } else {
-        window_ = std::min(cfg_.w_max, window_ + cfg_.additive_increase);
+        // Below one chunk the window grows in proportion (doubling at most per round), so a paced
+        // sender climbs back as fast as it was cut.
+        window_ = std::min(cfg_.w_max, window_ + cfg_.additive_increase * std::min(1.0, window_));
         ++c_.round_increases;
     }
     start_round();

@@ -35,9 +35,11 @@ struct SenderConfig {
     std::uint32_t model_elems = 0;     // size of the flat gradient
     std::uint32_t chunk_elems = 1024;  // elements per chunk, <= proto::kMaxElements
     // Window, in chunks in flight. Fractional internally (DCTCP cuts are multiplicative); the
-    // usable window is floor(W).
+    // usable window is floor(W). Below 1 the sender paces: one chunk in flight, and after its
+    // credit it waits (1/W - 1) smoothed round-trip times before the next, so W = 0.25 sends one
+    // chunk every 4 RTTs. That lets 1,000+ senders behind one port go below a chunk each.
     double w_init = 16;
-    double w_min = 1;
+    double w_min = 1;                  // > 0; below 1 allows pacing
     double w_max = 256;
     double additive_increase = 1;      // chunks added per window-round without marks
     double gain = 1.0 / 16;            // g, EWMA gain of alpha (DCTCP's default)
@@ -47,6 +49,10 @@ struct SenderConfig {
     // A waiting chunk whose base version is more than this behind a newer update's is replaced by
     // it instead of merged (its stale contents are dropped, counted). Default: always merge.
     std::uint32_t merge_version_gap = UINT32_MAX;
+    // A FEEDBACK cut scaled by (1 - merge fraction the switch reports): a queue that merges what
+    // arrives is absorbing the load, and cutting there only takes merges away. Off by default: in
+    // the simulator study it helps some points and hurts others (docs/simulation.md).
+    bool merge_aware = false;
 };
 
 // Empty if the config is usable, else the first problem found.
@@ -117,7 +123,9 @@ public:
 
     // State, for the caller's sampling and for tests.
     double window() const noexcept { return window_; }
-    std::uint32_t usable_window() const noexcept { return static_cast<std::uint32_t>(window_); }
+    std::uint32_t usable_window() const noexcept { return window_ < 1.0 ? 1u : static_cast<std::uint32_t>(window_); }
+    bool pacing() const noexcept { return window_ < 1.0; }
+    std::uint64_t srtt_ns() const noexcept { return srtt_ns_; }
     double alpha() const noexcept { return alpha_; }
     std::uint32_t in_flight() const noexcept { return in_flight_; }
     std::uint32_t credits_available() const noexcept;
@@ -176,6 +184,9 @@ private:
     std::uint64_t round_marked_ = 0;
     bool round_cut_ = false;              // the window was already cut in this round (FEEDBACK)
     std::uint64_t last_progress_ns_ = 0;  // last credit, or first send into an empty window
+    std::uint64_t last_send_ns_ = 0;      // the latest chunk sent (pacing: the one in flight)
+    std::uint64_t srtt_ns_ = 0;           // smoothed send-to-credit time of paced chunks (0: none yet)
+    std::uint64_t next_send_ns_ = 0;      // pacing: no chunk before this
 
     SenderCounters c_;
 };

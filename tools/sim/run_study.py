@@ -26,6 +26,9 @@ ARMS = {
                   "transport.switch_feedback=false"],
     "merge+drr+window+fb": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                             "transport.switch_feedback=true"],
+    # Full Shesha with the window allowed below one chunk (pacing, w_min 1/16) and merge-aware cuts.
+    "shesha-paced": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
+                     "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true"],
 }
 
 # Common workload: T_compute 1 ms (10% jitter), K = 8 chunks of 256 fp32 (1114 B frames), so one

@@ -58,7 +58,8 @@ struct Scenario {
     bool window_control = true;      // false: CreditSender window pinned wide open
     bool switch_feedback = true;     // switch -> sender FEEDBACK on marks (rate limited)
     double w_init = 8;
-    double w_min = 1;
+    double w_min = 1;                // below 1: the senders pace (one chunk per 1/W round trips)
+    bool merge_aware = false;        // FEEDBACK cuts scaled by 1 - the switch's merge fraction
     double w_max = 64;
     double credit_timeout_us = 5000;
     double feedback_interval_us = 50;  // FeedbackLimiter: per sender
