@@ -362,6 +362,12 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"member neither MAC nor IPv4", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [10.0.0.1, host2]}\n",
          {"bad.yaml:6:35: aggregation.clusters[0].members[1]: expected a unicast MAC like 02:00:00:00:00:01, a "
           "unicast IPv4 address like 10.0.0.1 or a binding of both like 02:00:00:00:00:01@10.0.0.1, got 'host2'"}},
+        {"scheduling not fifo or drr", kTwoPorts + "aggregation: {scheduling: wfq}\n",
+         {"aggregation.scheduling:", "wfq"}},
+        {"port scheduling not fifo or drr", "ports:\n  - {name: a, device: net_null0, queue: {scheduling: sp}}\n  - {name: b, device: net_null1}\n",
+         {"ports[0].queue.scheduling:", "sp"}},
+        {"cluster weight zero", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, weight: 0, members: [10.0.0.1]}\n",
+         {"aggregation.clusters[0].weight: expected an integer in 1..1000, got 0"}},
         {"mtu above jumbo", "ports:\n  - {name: a, device: net_null0, mtu: 9001}\n  - {name: b, device: net_null1}\n",
          {"ports[0].mtu: expected an integer in 68..9000, got 9001"}},
         {"mtu below IPv4's minimum", "ports:\n  - {name: a, device: net_null0, mtu: 67}\n  - {name: b, device: net_null1}\n",
@@ -403,6 +409,23 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         CHECK(message.rfind("bad.yaml", 0) == 0);  // always starts with the source name
         for (const std::string& part : row.expected) CHECK(message.find(part) != std::string::npos);
     }
+}
+
+TEST_CASE("fair scheduling keys: aggregation.scheduling, clusters[].weight, a port's override, round trip") {
+    const std::string yaml = "ports:\n  - {name: a, device: net_null0, queue: {packets: 64, scheduling: fifo}}\n"
+                             "  - {name: b, device: net_null1}\n"
+                             "aggregation:\n  scheduling: drr\n  clusters:\n"
+                             "    - {id: 1, weight: 3, members: [10.0.0.1]}\n    - {id: 2, members: [10.0.0.2]}\n";
+    const SwitchConfig cfg = parse_switch_config(yaml, "fair.yaml");
+    CHECK(cfg.scheduling == Scheduling::Drr);
+    REQUIRE(cfg.clusters.size() == 2);
+    CHECK(cfg.clusters[0].weight == 3);
+    CHECK(cfg.clusters[1].weight == 1);
+    REQUIRE(cfg.ports[0].scheduling.has_value());
+    CHECK(*cfg.ports[0].scheduling == Scheduling::Fifo);
+    CHECK(!cfg.ports[1].scheduling.has_value());
+    CHECK(parse_switch_config(to_yaml(cfg), "round-trip") == cfg);
+    CHECK(parse_switch_config(kTwoPorts, "default.yaml").scheduling == Scheduling::Fifo);
 }
 
 TEST_CASE("load_switch_config: missing file and file errors name the path") {
