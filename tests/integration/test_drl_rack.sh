@@ -34,17 +34,20 @@ host_run h4 "$LEARNER" --config "$CFG" --cluster 1 --bind "$LEARNER_IP" --durati
 LP=$!
 CPP_WORKERS=(1 2 3)
 [ -n "$PYMOD" ] && CPP_WORKERS=(1 2)
-for w in "${CPP_WORKERS[@]}"; do
-    host_run "h$w" "$WORKER" --config "$CFG" --cluster 1 --worker-id $w --learner "$LEARNER_IP" --bind "10.77.0.$w" \
-        --duration 200 --metrics "$WORK/w$w.json" > "$WORK/w$w.log" 2>&1 &
-    pids+=($!)
-done
+# The Python worker first, and the C++ workers only once it is up: importing torch takes seconds,
+# and the C++ workers alone can reach the target before it ever registers.
 if [ -n "$PYMOD" ]; then
     host_run h3 env PYTHONPATH="$PYMOD" /usr/bin/python3 "$SRC/python/examples/a3c_worker.py" --config "$CFG" \
         --cluster 1 --worker-id 3 --learner "$LEARNER_IP" --bind 10.77.0.3 --duration 200 \
         --metrics "$WORK/py3.json" > "$WORK/w3.log" 2>&1 &
     pids+=($!)
+    wait_for_line "$WORK/w3.log" "^a3c_worker 3: " "$!" 120 || fail "the Python worker did not start: $(tail -3 "$WORK/w3.log")"
 fi
+for w in "${CPP_WORKERS[@]}"; do
+    host_run "h$w" "$WORKER" --config "$CFG" --cluster 1 --worker-id $w --learner "$LEARNER_IP" --bind "10.77.0.$w" \
+        --duration 200 --metrics "$WORK/w$w.json" > "$WORK/w$w.log" 2>&1 &
+    pids+=($!)
+done
 wait $LP; rc=$?
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done  # each writes its final metrics on the way out
 for p in "${pids[@]}"; do wait "$p" || fail "worker exited with $?"; done
