@@ -12,17 +12,19 @@
 
 #include <fmt/format.h>
 
+#include "big_endian.h"
+#include "forwarding_frames.h"
 #include "frame.h"
 #include "gradient_pattern.h"
 #include "pipeline.h"
 #include "protocol.h"
 
 using namespace shesha;
+using namespace shesha::testing;
 
 namespace {
 
 constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
-constexpr std::uint16_t kWorkerPort = 40000;
 
 struct Frame {
     std::vector<std::uint8_t> bytes;
@@ -65,70 +67,8 @@ struct VecIo {
     long alive = 0;
 };
 
-frame::MacAddr mac(std::uint8_t last) { return {0x02, 0, 0, 0, 0, last}; }
-constexpr frame::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-std::uint32_t host_ip(std::uint8_t last) { return (10u << 24) | last; }  // 10.0.0.x
 
 const std::vector<std::uint8_t>& bytes_of(const Frame* f) { return f->bytes; }
-
-std::vector<std::uint8_t> udp_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint32_t sip,
-                                    std::uint32_t dip, std::uint16_t dport, const std::vector<std::uint8_t>& payload) {
-    std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
-    std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
-    frame::Endpoints ep;
-    ep.src_mac = src;
-    ep.dst_mac = dst;
-    ep.src_ip = sip;
-    ep.dst_ip = dip;
-    ep.src_port = kWorkerPort;
-    ep.dst_port = dport;
-    ep.ecn = 1;
-    REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
-    return f;
-}
-
-// A non-IP frame (ARP ethertype), minimum size.
-std::vector<std::uint8_t> l2_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint8_t tag) {
-    std::vector<std::uint8_t> f(60, tag);
-    std::memcpy(f.data(), dst.data(), 6);
-    std::memcpy(f.data() + 6, src.data(), 6);
-    f[12] = 0x08;
-    f[13] = 0x06;
-    return f;
-}
-
-proto::Header gradient_header(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t worker, std::uint16_t n) {
-    proto::Header h;
-    h.type = proto::MsgType::Gradient;
-    h.elem_type = proto::ElemType::F32;
-    h.cluster_id = cluster;
-    h.worker_id = worker;
-    h.model_version = 5;
-    h.seq = 100 + worker;
-    h.chunk_index = chunk;
-    h.chunk_count = 4;
-    h.elem_count = n;
-    h.contrib_count = 1;
-    h.ts_earliest_ns = 1000 + worker;
-    h.ts_latest_ns = 1000 + worker;
-    return h;
-}
-
-std::vector<std::uint8_t> gradient_payload(const proto::Header& h) {
-    std::vector<float> elems(h.elem_count);
-    pattern::fill(elems.data(), elems.size(), h.cluster_id, h.chunk_index, h.worker_id);
-    std::vector<std::uint8_t> body(elems.size() * 4);
-    std::memcpy(body.data(), elems.data(), body.size());
-    std::vector<std::uint8_t> out(proto::kHeaderSize + body.size());
-    REQUIRE(proto::encode(h, body, out) == out.size());
-    return out;
-}
-
-std::vector<std::uint8_t> gradient_frame(std::uint8_t worker_host, const frame::MacAddr& dst_mac, std::uint32_t dst_ip,
-                                         std::uint16_t cluster, std::uint16_t chunk, std::uint16_t n = 64) {
-    return udp_frame(mac(worker_host), dst_mac, host_ip(worker_host), dst_ip, proto::kDefaultUdpPort,
-                     gradient_payload(gradient_header(cluster, chunk, worker_host, n)));
-}
 
 // What the tests read back, with the names the switch's stats use.
 struct TxView {
@@ -240,11 +180,6 @@ struct Rig {
     std::vector<std::vector<Frame*>> in;
     std::unique_ptr<core::Pipeline<VecIo>> pipeline;
 };
-
-std::uint16_t be16(const std::uint8_t* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
-std::uint32_t be32(const std::uint8_t* p) {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
-}
 
 }  // namespace
 
@@ -607,13 +542,13 @@ TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[
         CHECK(!std::equal(f.begin() + 6, f.begin() + 12, learner.begin()));
         // IPv4/UDP: from the learner's address and the Shesha port to the worker's address and port.
         const std::uint8_t* ip_hdr = f.data() + frame::kEthHeaderSize;
-        CHECK(be32(ip_hdr + 12) == host_ip(0x50));
-        CHECK(be32(ip_hdr + 16) == host_ip(1));
-        CHECK(be16(ip_hdr + 10) == frame::ipv4_header_checksum(ip_hdr, 20));
+        CHECK(be::load32(ip_hdr + 12) == host_ip(0x50));
+        CHECK(be::load32(ip_hdr + 16) == host_ip(1));
+        CHECK(be::load16(ip_hdr + 10) == frame::ipv4_header_checksum(ip_hdr, 20));
         const std::uint8_t* udp = ip_hdr + 20;
-        CHECK(be16(udp) == proto::kDefaultUdpPort);
-        CHECK(be16(udp + 2) == kWorkerPort);
-        CHECK(be16(udp + 6) == frame::udp_checksum(ip_hdr, udp, be16(udp + 4)));
+        CHECK(be::load16(udp) == proto::kDefaultUdpPort);
+        CHECK(be::load16(udp + 2) == kWorkerPort);
+        CHECK(be::load16(udp + 6) == frame::udp_checksum(ip_hdr, udp, be::load16(udp + 4)));
 
         proto::Message msg;
         REQUIRE(proto::decode({f.data() + frame::kUdpPayloadOffset, f.size() - frame::kUdpPayloadOffset}, msg) ==
@@ -640,7 +575,7 @@ TEST_CASE("a marked gradient triggers a rate-limited FEEDBACK to its sender", "[
         rig.round(now);
         fb = rig.take(0);
         REQUIRE(fb.size() == 1);
-        CHECK(be32(fb[0]->bytes.data() + frame::kEthHeaderSize + 16) == host_ip(2));
+        CHECK(be::load32(fb[0]->bytes.data() + frame::kEthHeaderSize + 16) == host_ip(2));
         rig.free_all(fb);
         // After the interval, worker 1 hears again.
         now += kHz / 500;  // 2 ms; the shaper sends a little meanwhile, the queue stays congested

@@ -63,13 +63,6 @@
 #include "switch_config.h"
 #include "token_bucket.h"
 
-#if defined(__GNUC__)
-#define SHESHA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define SHESHA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define SHESHA_LIKELY(x) (x)
-#define SHESHA_UNLIKELY(x) (x)
-#endif
 
 namespace shesha::core {
 
@@ -247,7 +240,7 @@ public:
         meta.in_port = in;
         tally.bytes += Io::pkt_len(h);
 
-        if (SHESHA_UNLIKELY(Io::multi_segment(h))) {
+        if (Io::multi_segment(h)) [[unlikely]] {
             // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
             meta.cls = PacketClass::MultiSegment;
             ports_[in]->rx.add(PortCounter::RxMultiSegment);
@@ -381,7 +374,7 @@ public:
                     }
                     flooded += flood;
                     const std::uint32_t len = Io::pkt_len(m);
-                    if (SHESHA_UNLIKELY(len > port->max_frame)) {
+                    if (len > port->max_frame) [[unlikely]] {
                         drop_too_big(*port, m);
                         continue;
                     }
@@ -393,7 +386,7 @@ public:
                         bypass_bytes += len;
                         continue;
                     }
-                    if (SHESHA_UNLIKELY(staged == burst_)) {
+                    if (staged == burst_) [[unlikely]] {
                         write_back();
                         n_tx_loaded = n_tx;
                         flush_staged(*stage_port, now);
@@ -628,7 +621,7 @@ private:
                 break;
             }
             const Handle copy = io_.copy(m);
-            if (SHESHA_UNLIKELY(!copy)) {
+            if (!copy) [[unlikely]] {
                 egress_.add(SwitchCounter::CloneFailed);
                 continue;
             }
@@ -651,12 +644,12 @@ private:
     [[gnu::always_inline]] inline void enqueue_to(std::uint16_t out_index, Handle m, const PacketMeta& meta,
                                                   bool mergeable, std::uint32_t tolerance, std::uint64_t now) noexcept {
         Port& port = *ports_[out_index];
-        if (SHESHA_UNLIKELY(Io::pkt_len(m) > port.max_frame)) {
+        if (Io::pkt_len(m) > port.max_frame) [[unlikely]] {
             drop_too_big(port, m);
             return;
         }
         if (meta.cls != PacketClass::Gradient) {
-            if (SHESHA_UNLIKELY(port.n_staged == burst_)) flush_staged(port, now);
+            if (port.n_staged == burst_) [[unlikely]] flush_staged(port, now);
             if (port.n_staged == 0) note_staging(out_index);
             Arrival& s = port.staged[port.n_staged++];
             s.handle = handle_ptr(m);
@@ -725,7 +718,7 @@ private:
             if (ewma == 0 && results[i].status == EnqueueStatus::Queued && !results[i].marked) continue;  // nothing changes
             const EnqueueResult r = results[i];
             ewma += ((r.marked ? (std::int64_t{1000} << 10) : 0) - ewma) / kMarkEwmaDivisor;
-            if (SHESHA_UNLIKELY(r.status != EnqueueStatus::Queued)) {
+            if (r.status != EnqueueStatus::Queued) [[unlikely]] {
                 if (r.status == EnqueueStatus::DroppedFull) {
                     ++drops;
                     lost += port.staged[i].contributions;
@@ -742,7 +735,7 @@ private:
 
     // Merged arrivals and tail drops are freed in bulk at the end of the pass.
     void free_later(Handle m) noexcept {
-        if (SHESHA_UNLIKELY(n_to_free_ == to_free_.size())) {
+        if (n_to_free_ == to_free_.size()) [[unlikely]] {
             io_.free_bulk(to_free_.data(), n_to_free_);
             n_to_free_ = 0;
         }
@@ -765,7 +758,7 @@ private:
         }
         std::uint8_t* out = nullptr;
         const Handle fb = io_.alloc(static_cast<std::uint32_t>(kFeedbackFrameLen), &out);
-        if (SHESHA_UNLIKELY(!fb)) {
+        if (!fb) [[unlikely]] {
             egress_.add(SwitchCounter::FeedbackFailed);
             return;
         }
