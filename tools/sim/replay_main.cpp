@@ -88,7 +88,11 @@ int main(int argc, char** argv) {
     app.add_option("--stats-json", stats_path, "write the counters here (keys as in shesha-switch's stats JSON)");
     std::string log_level = "info";
     logging::add_log_level_option(app, log_level);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;  // --help exits 0; a bad flag is bad input, exit 2
+    }
     logging::init("shesha-replay", log_level);
 
     core::SwitchConfig cfg;
