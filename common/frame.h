@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "big_endian.h"
+
 namespace shesha::frame {
 
 using MacAddr = std::array<std::uint8_t, 6>;
@@ -43,7 +45,63 @@ struct FrameInfo {
 
 // Classifies a frame starting at the Ethernet header. Handles one 802.1Q tag. Checks the IPv4
 // version, IHL, total length against the frame and the UDP length against the IP payload.
-FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_port) noexcept;
+// Inline: the switch classifies every frame it receives.
+inline FrameInfo classify(std::span<const std::uint8_t> frame, std::uint16_t shesha_port) noexcept {
+    FrameInfo info;
+    const std::uint8_t* f = frame.data();
+    const std::size_t len = frame.size();
+    if (len < kEthHeaderSize) return info;  // too short to claim anything: NonIp
+
+    std::size_t l3 = kEthHeaderSize;
+    std::uint16_t ether_type = be::load16(f + 12);
+    if (ether_type == kEtherTypeVlan) {
+        if (len < kEthHeaderSize + 4) return info;
+        ether_type = be::load16(f + 16);  // one tag only: a second tag reads as a non-IPv4 type
+        l3 += 4;
+    }
+    if (ether_type != kEtherTypeIpv4) return info;
+
+    info.l3_offset = static_cast<std::uint16_t>(l3);
+    info.kind = FrameKind::Malformed;
+    const std::size_t l3_avail = len - l3;
+    if (l3_avail < kIpv4MinHeaderSize) return info;
+    const std::uint8_t* ip = f + l3;
+    if ((ip[0] >> 4) != 4) return info;
+    const std::size_t ihl_bytes = std::size_t{ip[0] & 0x0Fu} * 4;
+    if (ihl_bytes < kIpv4MinHeaderSize || ihl_bytes > l3_avail) return info;
+    const std::size_t total_len = be::load16(ip + 2);
+    // Frames may carry Ethernet padding after the datagram, so only total_len > frame is an error.
+    if (total_len < ihl_bytes || total_len > l3_avail) return info;
+
+    info.ecn = ip[1] & 0x03;
+    info.src_ip = be::load32(ip + 12);
+    info.dst_ip = be::load32(ip + 16);
+    info.kind = FrameKind::IpOther;
+
+    // Fragments never reach the merge path: later fragments have no UDP header, and a first
+    // fragment (MF set) does not hold the whole Shesha message.
+    const std::uint16_t frag = be::load16(ip + 6);
+    const bool more_fragments = (frag & 0x2000) != 0;
+    const std::uint16_t frag_offset = frag & 0x1FFF;
+    if (frag_offset != 0 || more_fragments) return info;
+    if (ip[9] != kIpProtoUdp) return info;
+
+    const std::size_t ip_payload = total_len - ihl_bytes;
+    info.kind = FrameKind::Malformed;
+    if (ip_payload < kUdpHeaderSize) return info;
+    const std::size_t l4 = l3 + ihl_bytes;
+    const std::uint8_t* udp = f + l4;
+    const std::size_t udp_len = be::load16(udp + 4);
+    if (udp_len < kUdpHeaderSize || udp_len > ip_payload) return info;
+
+    info.l4_offset = static_cast<std::uint16_t>(l4);
+    info.payload_offset = static_cast<std::uint16_t>(l4 + kUdpHeaderSize);
+    info.payload_len = static_cast<std::uint16_t>(udp_len - kUdpHeaderSize);
+    info.src_port = be::load16(udp + 0);
+    info.dst_port = be::load16(udp + 2);
+    info.kind = info.dst_port == shesha_port ? FrameKind::Shesha : FrameKind::IpOther;
+    return info;
+}
 
 // Sets IPv4 ECN to CE (3) if the packet is ECN-capable (ECT(0)/ECT(1)), fixing the IPv4 header
 // checksum incrementally (RFC 1624). Returns true if it changed the packet.

@@ -6,27 +6,6 @@
 
 namespace shesha::proto {
 
-namespace {
-
-
-bool carries_elements(MsgType t) noexcept { return t == MsgType::Gradient || t == MsgType::Model; }
-
-// Fixed body size of CREDIT / FEEDBACK; 0 for element-carrying types.
-std::size_t fixed_body_size(MsgType t) noexcept {
-    switch (t) {
-    case MsgType::Credit: return kCreditBodySize;
-    case MsgType::Feedback: return kFeedbackBodySize;
-    default: return 0;
-    }
-}
-
-bool known_type(std::uint8_t t) noexcept {
-    return t >= static_cast<std::uint8_t>(MsgType::Gradient) &&
-           t <= static_cast<std::uint8_t>(MsgType::Feedback);
-}
-
-}  // namespace
-
 std::string_view to_string(DecodeError e) noexcept {
     switch (e) {
     case DecodeError::Ok: return "ok";
@@ -43,73 +22,6 @@ std::string_view to_string(DecodeError e) noexcept {
     case DecodeError::BadTimestamps: return "bad timestamps";
     }
     return "unknown decode error";
-}
-
-std::size_t elem_size(ElemType t) noexcept {
-    switch (t) {
-    case ElemType::F32: return 4;
-    case ElemType::BF16: return 2;
-    default: return 0;
-    }
-}
-
-DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept {
-    if (bytes.size() < kHeaderSize) return DecodeError::ShortPacket;
-    const std::uint8_t* p = bytes.data();
-    if (be::load16(p + off::kMagic) != kMagic) return DecodeError::BadMagic;
-    if (p[off::kVersion] != kVersion) return DecodeError::BadVersion;
-    if (!known_type(p[off::kType])) return DecodeError::UnknownType;
-    if ((p[off::kFlags] & ~flag::kKnown) != 0) return DecodeError::UnknownFlags;
-
-    out.version = p[off::kVersion];
-    out.type = static_cast<MsgType>(p[off::kType]);
-    out.flags = p[off::kFlags];
-    out.elem_type = static_cast<ElemType>(p[off::kElemType]);
-    out.cluster_id = be::load16(p + off::kClusterId);
-    out.worker_id = be::load32(p + off::kWorkerId);
-    out.model_version = be::load32(p + off::kModelVersion);
-    out.seq = be::load32(p + off::kSeq);
-    out.chunk_index = be::load16(p + off::kChunkIndex);
-    out.chunk_count = be::load16(p + off::kChunkCount);
-    out.elem_count = be::load16(p + off::kElemCount);
-    out.contrib_count = be::load16(p + off::kContribCount);
-    out.ts_earliest_ns = be::load64(p + off::kTsEarliest);
-    out.ts_latest_ns = be::load64(p + off::kTsLatest);
-
-    if (carries_elements(out.type)) {
-        if (out.elem_type != ElemType::F32 && out.elem_type != ElemType::BF16) return DecodeError::BadElemType;
-    } else if (out.elem_type != ElemType::None) {
-        return DecodeError::BadElemType;
-    }
-    if (out.chunk_count == 0 || out.chunk_index >= out.chunk_count) return DecodeError::BadChunk;
-    if (out.elem_count > kMaxElements) return DecodeError::TooManyElements;
-    // CREDIT/FEEDBACK bodies are fixed: a non-zero element count contradicts their length.
-    if (!carries_elements(out.type) && out.elem_count != 0) return DecodeError::LengthMismatch;
-    if (out.contrib_count == 0) return DecodeError::BadContribCount;
-    if (out.contrib_count > 1 && (out.flags & (flag::kMerged | flag::kSenderMerged)) == 0)
-        return DecodeError::BadContribCount;
-    // CREDIT and FEEDBACK are control messages of one sender: they never sum anything.
-    if (!carries_elements(out.type) &&
-        (out.contrib_count != 1 || (out.flags & (flag::kMerged | flag::kSenderMerged)) != 0))
-        return DecodeError::BadContribCount;
-    if (out.ts_earliest_ns > out.ts_latest_ns) return DecodeError::BadTimestamps;
-    return DecodeError::Ok;
-}
-
-DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noexcept {
-    const DecodeError e = decode_header(bytes, out.hdr);
-    if (e != DecodeError::Ok) return e;
-    const std::span<const std::uint8_t> body = bytes.subspan(kHeaderSize);
-    if (carries_elements(out.hdr.type)) {
-        if (body.size() != std::size_t{out.hdr.elem_count} * elem_size(out.hdr.elem_type))
-            return DecodeError::LengthMismatch;
-    } else {
-        const std::size_t need = fixed_body_size(out.hdr.type);
-        if (body.size() < need) return DecodeError::ShortPacket;
-        if (body.size() != need) return DecodeError::LengthMismatch;
-    }
-    out.payload = body;
-    return DecodeError::Ok;
 }
 
 bool encode_header(const Header& h, std::span<std::uint8_t> out) noexcept {
@@ -187,12 +99,12 @@ bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noex
 std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
                    std::span<std::uint8_t> out) noexcept {
     std::size_t expected = 0;
-    if (carries_elements(h.type)) {
+    if (detail::carries_elements(h.type)) {
         const std::size_t es = elem_size(h.elem_type);
         if (es == 0) return 0;
         expected = std::size_t{h.elem_count} * es;
     } else {
-        expected = fixed_body_size(h.type);
+        expected = detail::fixed_body_size(h.type);
         if (expected == 0) return 0;  // unknown type
     }
     if (body.size() != expected) return 0;
@@ -204,18 +116,5 @@ std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
     encode_header(h, out);
     return total;
 }
-
-namespace inplace {
-std::uint8_t flags(const std::uint8_t* p) noexcept { return p[off::kFlags]; }
-void set_flags(std::uint8_t* p, std::uint8_t f) noexcept { p[off::kFlags] = f; }
-std::uint32_t model_version(const std::uint8_t* p) noexcept { return be::load32(p + off::kModelVersion); }
-void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept { be::store32(p + off::kModelVersion, v); }
-std::uint16_t contrib_count(const std::uint8_t* p) noexcept { return be::load16(p + off::kContribCount); }
-void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept { be::store16(p + off::kContribCount, n); }
-std::uint64_t ts_earliest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsEarliest); }
-void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsEarliest, ns); }
-std::uint64_t ts_latest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsLatest); }
-void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsLatest, ns); }
-}  // namespace inplace
 
 }  // namespace shesha::proto

@@ -17,6 +17,8 @@
 #include <span>
 #include <string_view>
 
+#include "big_endian.h"
+
 namespace shesha::proto {
 
 inline constexpr std::uint16_t kMagic = 0x5348;        // "SH"
@@ -130,7 +132,6 @@ enum class DecodeError : std::uint8_t {
 inline constexpr int kDecodeErrorCount = 12;
 std::string_view to_string(DecodeError e) noexcept;
 
-std::size_t elem_size(ElemType t) noexcept;  // bytes per element; 0 for None or unknown
 
 // A validated view of one message inside a caller-owned buffer. payload points into that buffer.
 struct Message {
@@ -138,11 +139,6 @@ struct Message {
     std::span<const std::uint8_t> payload;  // body after the header (elements or fixed body)
 };
 
-// Validates and decodes. On error, out is unspecified.
-DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noexcept;
-// Header only, with the same checks except the body length check (used on fast paths that only
-// need the key fields and then check the length themselves).
-DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept;
 
 // Encodes the header into out[0..kHeaderSize). Returns false if out is too small.
 bool encode_header(const Header& h, std::span<std::uint8_t> out) noexcept;
@@ -156,19 +152,111 @@ bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noex
 std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
                    std::span<std::uint8_t> out) noexcept;
 
+
+// ---- Decoding and in-place access: inline, since the switch runs them for every packet ----
+
+namespace detail {
+inline bool carries_elements(MsgType t) noexcept { return t == MsgType::Gradient || t == MsgType::Model; }
+
+// Fixed body size of CREDIT / FEEDBACK; 0 for element-carrying types.
+inline std::size_t fixed_body_size(MsgType t) noexcept {
+    switch (t) {
+    case MsgType::Credit: return kCreditBodySize;
+    case MsgType::Feedback: return kFeedbackBodySize;
+    default: return 0;
+    }
+}
+
+inline bool known_type(std::uint8_t t) noexcept {
+    return t >= static_cast<std::uint8_t>(MsgType::Gradient) &&
+           t <= static_cast<std::uint8_t>(MsgType::Feedback);
+}
+}  // namespace detail
+
+// bytes per element; 0 for None or unknown
+inline std::size_t elem_size(ElemType t) noexcept {
+    switch (t) {
+    case ElemType::F32: return 4;
+    case ElemType::BF16: return 2;
+    default: return 0;
+    }
+}
+
+// Header only, with the same checks as decode() except the body length check (used on fast paths
+// that only need the key fields and then check the length themselves).
+inline DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept {
+    if (bytes.size() < kHeaderSize) return DecodeError::ShortPacket;
+    const std::uint8_t* p = bytes.data();
+    if (be::load16(p + off::kMagic) != kMagic) return DecodeError::BadMagic;
+    if (p[off::kVersion] != kVersion) return DecodeError::BadVersion;
+    if (!detail::known_type(p[off::kType])) return DecodeError::UnknownType;
+    if ((p[off::kFlags] & ~flag::kKnown) != 0) return DecodeError::UnknownFlags;
+
+    out.version = p[off::kVersion];
+    out.type = static_cast<MsgType>(p[off::kType]);
+    out.flags = p[off::kFlags];
+    out.elem_type = static_cast<ElemType>(p[off::kElemType]);
+    out.cluster_id = be::load16(p + off::kClusterId);
+    out.worker_id = be::load32(p + off::kWorkerId);
+    out.model_version = be::load32(p + off::kModelVersion);
+    out.seq = be::load32(p + off::kSeq);
+    out.chunk_index = be::load16(p + off::kChunkIndex);
+    out.chunk_count = be::load16(p + off::kChunkCount);
+    out.elem_count = be::load16(p + off::kElemCount);
+    out.contrib_count = be::load16(p + off::kContribCount);
+    out.ts_earliest_ns = be::load64(p + off::kTsEarliest);
+    out.ts_latest_ns = be::load64(p + off::kTsLatest);
+
+    if (detail::carries_elements(out.type)) {
+        if (out.elem_type != ElemType::F32 && out.elem_type != ElemType::BF16) return DecodeError::BadElemType;
+    } else if (out.elem_type != ElemType::None) {
+        return DecodeError::BadElemType;
+    }
+    if (out.chunk_count == 0 || out.chunk_index >= out.chunk_count) return DecodeError::BadChunk;
+    if (out.elem_count > kMaxElements) return DecodeError::TooManyElements;
+    // CREDIT/FEEDBACK bodies are fixed: a non-zero element count contradicts their length.
+    if (!detail::carries_elements(out.type) && out.elem_count != 0) return DecodeError::LengthMismatch;
+    if (out.contrib_count == 0) return DecodeError::BadContribCount;
+    if (out.contrib_count > 1 && (out.flags & (flag::kMerged | flag::kSenderMerged)) == 0)
+        return DecodeError::BadContribCount;
+    // CREDIT and FEEDBACK are control messages of one sender: they never sum anything.
+    if (!detail::carries_elements(out.type) &&
+        (out.contrib_count != 1 || (out.flags & (flag::kMerged | flag::kSenderMerged)) != 0))
+        return DecodeError::BadContribCount;
+    if (out.ts_earliest_ns > out.ts_latest_ns) return DecodeError::BadTimestamps;
+    return DecodeError::Ok;
+}
+
+// Validates and decodes. On error, out is unspecified.
+inline DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noexcept {
+    const DecodeError e = decode_header(bytes, out.hdr);
+    if (e != DecodeError::Ok) return e;
+    const std::span<const std::uint8_t> body = bytes.subspan(kHeaderSize);
+    if (detail::carries_elements(out.hdr.type)) {
+        if (body.size() != std::size_t{out.hdr.elem_count} * elem_size(out.hdr.elem_type))
+            return DecodeError::LengthMismatch;
+    } else {
+        const std::size_t need = detail::fixed_body_size(out.hdr.type);
+        if (body.size() < need) return DecodeError::ShortPacket;
+        if (body.size() != need) return DecodeError::LengthMismatch;
+    }
+    out.payload = body;
+    return DecodeError::Ok;
+}
+
 // In-place accessors for fields the switch rewrites on a packet it holds (no full re-encode).
 // p points at the first byte of the Shesha header, which has already been validated.
 namespace inplace {
-std::uint8_t flags(const std::uint8_t* p) noexcept;
-void set_flags(std::uint8_t* p, std::uint8_t flags) noexcept;
-std::uint32_t model_version(const std::uint8_t* p) noexcept;
-void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept;
-std::uint16_t contrib_count(const std::uint8_t* p) noexcept;
-void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept;
-std::uint64_t ts_earliest(const std::uint8_t* p) noexcept;
-void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept;
-std::uint64_t ts_latest(const std::uint8_t* p) noexcept;
-void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept;
+inline std::uint8_t flags(const std::uint8_t* p) noexcept { return p[off::kFlags]; }
+inline void set_flags(std::uint8_t* p, std::uint8_t f) noexcept { p[off::kFlags] = f; }
+inline std::uint32_t model_version(const std::uint8_t* p) noexcept { return be::load32(p + off::kModelVersion); }
+inline void set_model_version(std::uint8_t* p, std::uint32_t v) noexcept { be::store32(p + off::kModelVersion, v); }
+inline std::uint16_t contrib_count(const std::uint8_t* p) noexcept { return be::load16(p + off::kContribCount); }
+inline void set_contrib_count(std::uint8_t* p, std::uint16_t n) noexcept { be::store16(p + off::kContribCount, n); }
+inline std::uint64_t ts_earliest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsEarliest); }
+inline void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsEarliest, ns); }
+inline std::uint64_t ts_latest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsLatest); }
+inline void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsLatest, ns); }
 }  // namespace inplace
 
 }  // namespace shesha::proto

@@ -130,3 +130,33 @@ TEST_CASE("a MAC@IP binding admits only that pair: a borrowed member IP from ano
     // A bare IP entry trusts the address alone: the same spoof is a member there.
     CHECK(policy.check(2, kMacC, kIpA, tol) == MergeVerdict::Merge);
 }
+
+TEST_CASE("the verdict cache answers exactly as the policy, through collisions and evictions", "[cluster_policy]") {
+    const auto rules = sample_rules();
+    const ClusterPolicy policy(rules, NonMemberAction::ForwardUnmerged);
+    PolicyVerdictCache cache(policy);
+    // 6 clusters (known, unknown, aggregation off, nobody) x 300 sources: far more than the cache's
+    // 64 entries, visited three times in different orders, so entries are evicted and refilled.
+    std::vector<std::uint16_t> clusters{7, 3, 5, 9, 4, 0};
+    std::uint64_t checks = 0, merges = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        for (std::uint32_t k = 0; k < 300; ++k) {
+            const std::uint32_t s = pass == 1 ? 299 - k : (k * 7) % 300;
+            Mac mac = s % 3 == 0 ? kMacA : (s % 3 == 1 ? kMacB : kMacC);
+            mac[4] = static_cast<std::uint8_t>(s % 5 == 0 ? 0 : s);  // MAC A/B only when s % 5 == 0
+            const std::uint32_t ip = s % 4 == 0 ? kIpA : 0x0A000100u + s;
+            for (std::uint16_t id : clusters) {
+                std::uint32_t want_tol = 1234, got_tol = 1234;
+                const MergeVerdict want = policy.check(id, mac, ip, want_tol);
+                const MergeVerdict got = cache.check(id, mac.data(), ip, got_tol);
+                REQUIRE(got == want);
+                REQUIRE(got_tol == want_tol);  // set on Merge, untouched otherwise
+                ++checks;
+                merges += want == MergeVerdict::Merge;
+            }
+        }
+    }
+    CHECK(checks == 3 * 300 * 6);
+    CHECK(merges > 0);
+    CHECK(merges < checks);
+}

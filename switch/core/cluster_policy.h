@@ -4,7 +4,9 @@
 // configured, and counted by the caller.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -53,6 +55,44 @@ public:
 private:
     std::vector<ClusterRule> rules_;  // sorted by cluster_id for binary search
     NonMemberAction non_member_ = NonMemberAction::ForwardUnmerged;
+};
+
+// check() memoized for the data path: the policy never changes after construction and a burst
+// carries few senders, so a verdict remembered for the same (cluster, MAC, IP) is exact. Direct
+// mapped, fixed size, owned by one thread (the egress owner), like the FDB's memos.
+class PolicyVerdictCache {
+public:
+    explicit PolicyVerdictCache(const ClusterPolicy& policy) noexcept : policy_(&policy) {}
+
+    MergeVerdict check(std::uint16_t cluster_id, const std::uint8_t* src_mac, std::uint32_t src_ip,
+                       std::uint32_t& tolerance) noexcept {
+        const MacKey mac = mac_key(src_mac);
+        const std::uint64_t tag = mac | (std::uint64_t{cluster_id} << 48);
+        // Fibonacci hashing of tag and IP together.
+        const std::size_t slot = ((tag ^ (std::uint64_t{src_ip} * 0x9E3779B97F4A7C15ull)) * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits);
+        Entry& e = entries_[slot];
+        if (!(e.valid && e.tag == tag && e.ip == src_ip)) [[unlikely]] {
+            Mac m;
+            std::memcpy(m.data(), src_mac, m.size());
+            std::uint32_t tol = 0;
+            const MergeVerdict v = policy_->check(cluster_id, m, src_ip, tol);
+            e = Entry{tag, src_ip, tol, v, true};
+        }
+        if (e.verdict == MergeVerdict::Merge) tolerance = e.tolerance;  // as check(): else left alone
+        return e.verdict;
+    }
+
+private:
+    static constexpr int kSlotBits = 6;  // 64 entries: a rack's workers per burst, with room
+    struct Entry {
+        std::uint64_t tag = 0;  // MAC key | cluster id << 48
+        std::uint32_t ip = 0;
+        std::uint32_t tolerance = 0;
+        MergeVerdict verdict = MergeVerdict::UnknownCluster;
+        bool valid = false;
+    };
+    const ClusterPolicy* policy_;
+    std::array<Entry, std::size_t{1} << kSlotBits> entries_{};
 };
 
 }  // namespace shesha::core

@@ -578,9 +578,7 @@ private:
     // and whether it travels at all (false: dropped and freed here).
     bool admit_gradient(Handle m, const PacketMeta& meta, const std::uint8_t* src_mac, bool& mergeable,
                         std::uint32_t& tolerance) noexcept {
-        Mac src;
-        std::memcpy(src.data(), src_mac, src.size());
-        switch (policy_.check(meta.cluster_id, src, meta.src_ip, tolerance)) {
+        switch (policy_cache_.check(meta.cluster_id, src_mac, meta.src_ip, tolerance)) {
         case MergeVerdict::Merge:
             mergeable = cfg_.aggregation;
             break;
@@ -843,6 +841,7 @@ private:
     std::vector<std::unique_ptr<Port>> ports_;
     Fdb fdb_;
     ClusterPolicy policy_;
+    PolicyVerdictCache policy_cache_{policy_};  // after policy_: it points at it
     FeedbackLimiter limiter_;
     SwitchCounters egress_;  // the egress owner's entries
     std::vector<std::uint16_t> flood_last_;  // per ingress port: the last port a flood goes to
