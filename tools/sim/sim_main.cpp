@@ -61,9 +61,9 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
         spdlog::error("{}", e.what());
         return 2;
     }
-    // The recorded workload on the switch as it is configured now: --scheduling drr replays an old
-    // counterexample on the per-cluster fair queue instead of the FIFO the model describes.
-    if (scheduling == "drr") r.system.fair_scheduling = true;
+    // The recorded workload on the scheduling the file names (FIFO for files from before fair
+    // queues), or on the one --scheduling asks for: the same counterexample on the other scheduler.
+    if (!scheduling.empty()) r.system.fair_scheduling = scheduling == "drr";
     const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload);
     const shesha::sim::SlotMeasurements m = shesha::sim::measure(run.slots, r.bounds);
     const auto& s = r.system;
@@ -149,9 +149,10 @@ int main(int argc, char** argv) {
     auto* replay_opt = app.add_option("--replay", replay_path,
                                       "replay a per-slot workload (a shesha-verify counterexample JSON) in the "
                                       "slotted mode and measure its bounds");
-    std::string scheduling = "fifo";
+    std::string scheduling;
     app.add_option("--scheduling", scheduling,
-                   "with --replay: the switch port's scheduling, fifo (the verifier's model) or drr (per-cluster fair shares)")
+                   "with --replay: the switch port's scheduling, fifo or drr (per-cluster fair shares); default: "
+                   "the file's (fifo if it names none)")
         ->check(CLI::IsMember({"fifo", "drr"}))
         ->needs(replay_opt);
     replay_opt->excludes("--config")->excludes("--set")->excludes("--aggregation")->excludes("--window")

@@ -144,8 +144,9 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
         gradients.push_back(std::move(g));
     }
 
-    // Packet buffers: at most Q waiting plus one step's arrivals in hand.
-    std::vector<Packet> pool(static_cast<std::size_t>(p.queue_packets + C * p.max_arrivals + 1));
+    // Packet buffers: at most Q waiting per scheduling class plus one step's arrivals in hand.
+    const int classes = p.fair_scheduling ? C + 1 : 1;
+    std::vector<Packet> pool(static_cast<std::size_t>(classes * p.queue_packets + C * p.max_arrivals + 1));
     std::vector<Packet*> free_list;
     for (auto& pk : pool) free_list.push_back(&pk);
     std::vector<int> waiting(C, 0);
@@ -155,6 +156,10 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
     core::Pipeline<SlotIo> sw(slotted_switch_config(p), 1'000'000, io, core::PipelineOptions{.poll_mode = false});
     core::SwitchCounters rx;
     const core::PortQueue& queue = sw.port(0).queue;
+    // The queue a cluster's gradients wait in: the port's only one (FIFO) or the cluster's class (DRR).
+    auto class_depth = [&](int c) {
+        return static_cast<int>(queue.class_queue(queue.class_of(cluster_id_of(c))).depth());
+    };
 
     std::vector<std::vector<DepartedChunk>> departed;        // [t]
     std::vector<std::vector<int>> marked_depth;              // [t][c]: depth found by a marked arrival, -1 none
@@ -245,7 +250,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 Packet* pk = out[c][i];
                 const frame::FrameInfo info = frame::classify({pk->buf.data(), pk->len}, proto::kDefaultUdpPort);
                 pk->shesha_offset = info.payload_offset;
-                const int depth_before = static_cast<int>(queue.depth());
+                const int depth_before = class_depth(c);  // what marking and FEEDBACK see
                 if (p.congestion_threshold > 0 && depth_before >= p.congestion_threshold) rec.congested[c] = true;
                 const core::QueueStats before = queue.stats();
                 const std::uint64_t feedback_before = io.feedback_sent;
@@ -298,6 +303,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
             free_list.push_back(pk);
         }
         rec.depth_end = queue.depth();
+        for (int c = 0; c < C; ++c) rec.class_depth_end.push_back(class_depth(c));
         for (int c = 0; c < C; ++c) {
             rec.window.push_back(senders[c].usable_window());
             rec.in_flight.push_back(senders[c].in_flight());
@@ -337,6 +343,13 @@ std::string validate(const SlottedSystem& p) {
     if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
     return {};
 }
+
+namespace {
+// Responsiveness asks whether the queue the cluster sent into drained: its class under DRR.
+std::int64_t class_depth_end_of(const SlotRecord& s, int c) {
+    return c < static_cast<int>(s.class_depth_end.size()) ? s.class_depth_end[c] : s.depth_end;
+}
+}  // namespace
 
 SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds& bounds) {
     SlotMeasurements m;
@@ -394,7 +407,7 @@ SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds&
                 if (!slots[t].congested[c]) continue;
                 std::int64_t reaction = -1;
                 for (int u = t; u < T && reaction < 0; ++u)
-                    if (slots[u].depth_end < thr || (u > t && slots[u].cut[c])) reaction = u - t;
+                    if (class_depth_end_of(slots[u], c) < thr || (u > t && slots[u].cut[c])) reaction = u - t;
                 // Never within the horizon: at least the slots that remain.
                 const std::int64_t measured = reaction < 0 ? T - t : reaction;
                 m.reaction_worst[c] = std::max(m.reaction_worst[c], measured);
@@ -443,6 +456,12 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
         s.alpha_init = required<double>(m, "alpha_init", "model.");
         s.congestion_threshold = required<int>(m, "congestion_threshold", "model.");
         if (auto v = json::optional<unsigned>(m, "unmerged_clusters", "model.")) s.unmerged_clusters = *v;
+        // Files written before fair queues have no scheduling: the FIFO port they were found on.
+        if (auto v = json::optional<std::string>(m, "scheduling", "model.")) {
+            if (*v != "fifo" && *v != "drr")
+                throw json::KeyError("model.scheduling: expected fifo or drr, not '" + *v + "'");
+            s.fair_scheduling = *v == "drr";
+        }
         if (auto v = json::optional<std::vector<int>>(m, "w_max_by_cluster", "model.")) s.w_max_by_cluster = *v;
         if (root.contains("properties") && root["properties"].is_object()) {
             const json::Json& props = root["properties"];

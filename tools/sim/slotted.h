@@ -70,10 +70,12 @@ struct SlotRecord {
     std::vector<std::int64_t> sent;          // chunks put on the wire
     std::vector<bool> greedy;                // sent all that max_arrivals and the window allowed
     std::vector<bool> arrival_marked;        // an arrival was marked
-    std::vector<std::int64_t> marked_depth;  // deepest depth a marked arrival found (0: none)
-    std::vector<bool> congested;             // an arrival found depth >= congestion_threshold
+    std::vector<std::int64_t> marked_depth;  // deepest class depth a marked arrival found (0: none)
+    std::vector<bool> congested;             // an arrival found its class at depth >= congestion_threshold
     std::int64_t depth_after_arrivals = 0;
     std::int64_t depth_end = 0;              // after service
+    std::vector<std::int64_t> class_depth_end;  // per cluster: its scheduling class's depth after service
+                                                // (FIFO: one class, so depth_end for every cluster)
     std::int64_t drops = 0;                  // tail drops
     std::int64_t merges = 0;                 // arrivals merged into a waiting packet
     std::vector<bool> backlogged;            // a packet of the cluster waited before service

@@ -11,7 +11,9 @@
 //   D. the arrivals enter the queue interleaved round robin (1st of cluster 0, 1st of 1, ...,
 //      2nd of cluster 0, ...): merge into the waiting packet of the same (cluster, chunk), else
 //      take the tail slot, else tail drop; marked if the depth found is >= mark_depth,
-//   E. up to service_rate packets leave from the head (FIFO of slots).
+//   E. up to service_rate packets leave: from the head (FIFO scheduling), or from the class that
+//      deficit round robin in contributions picks (fair_scheduling: one queue per cluster, each
+//      with the port's capacity and marking depth, as core::PortQueue).
 #pragma once
 
 #include <cmath>
@@ -39,6 +41,10 @@ struct ConcreteDomain {
 
     I lit(std::int64_t v) const { return v; }
     B blit(bool b) const { return b; }
+    // A fact the model's construction relies on (not a property of the system): checked here.
+    void expect(B holds, const std::string& what) {
+        if (!holds) issues.push_back("model bound: " + what);
+    }
     static I sel(B c, I a, I b) { return c ? a : b; }
     static B bsel(B c, B a, B b) { return c ? a : b; }
     static R rsel(B c, R a, R b) { return c ? a : b; }
@@ -111,7 +117,8 @@ template <class D> struct StepRecord {
     std::vector<typename D::I> marked_depth;    // per cluster: deepest depth a marked arrival found (FEEDBACK)
     std::vector<typename D::B> congested;       // per cluster: an arrival found depth >= threshold
     typename D::I depth_after_arrivals;
-    typename D::I depth_end;                    // after service
+    typename D::I depth_end;                    // after service, every class
+    std::vector<typename D::I> class_depth_end; // per cluster: its class queue's depth after service
     typename D::I drops;
     std::vector<typename D::B> backlogged;      // per cluster: a packet waiting before service
     std::vector<DepartureRec<D>> departures;    // service_rate entries, in order
@@ -132,9 +139,16 @@ public:
     using B = typename D::B;
     using R = typename D::R;
 
-    Model(D& d, const ModelParams& p) : d_(d), p_(p), depth_(d.lit(0)) {
-        for (int j = 0; j < p.queue_packets; ++j)
-            slots_.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
+    Model(D& d, const ModelParams& p)
+        : d_(d), p_(p), drr_current_(d.lit(0)), drr_turn_started_(d.blit(false)) {
+        // FIFO: one queue for every cluster. DRR: one class per cluster (the real port also has a
+        // default class for other traffic; the model has none, and an empty class is skipped).
+        const int classes = p.fair_scheduling ? p.clusters : 1;
+        for (int q = 0; q < classes; ++q) {
+            queues_.push_back(ClassQueue{d.lit(0), d.lit(0), {}});
+            for (int j = 0; j < p.queue_packets; ++j)
+                queues_.back().slots.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
+        }
         for (int c = 0; c < p.clusters; ++c)
             senders_.push_back(SenderState<D>{d.lit(p.w_init_of(c)), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
                                               d.lit(0), d.blit(false), d.lit(0), d.rlit(p.alpha_init),
@@ -176,16 +190,17 @@ public:
             rec.sent.push_back(n);
             rec.greedy.push_back(d_.fixb(n == upper, name("greedy", t, c)));
         }
-        // D. Arrivals, round robin over clusters.
+        // D. Arrivals, round robin over clusters, each into its class queue.
         rec.arrival_marked.assign(C, d_.blit(false));
         rec.congested.assign(C, d_.blit(false));
         rec.marked_depth.assign(C, d_.lit(0));
         I drops = d_.lit(0);
         for (int i = 0; i < p_.max_arrivals; ++i) {
             for (int c = 0; c < C; ++c) {
+                ClassQueue& q = queues_[class_of(c)];
                 const B present = rec.sent[c] > d_.lit(i);
                 const I chunk = wrap(senders_[c].next_chunk + d_.lit(i), p_.max_arrivals);
-                const I d = depth_;
+                const I d = q.depth;  // marking and FEEDBACK see the class's depth
                 const B mark_now = d_.blit(p_.mark_depth > 0) && d >= d_.lit(p_.mark_depth > 0 ? p_.mark_depth : 0);
                 if (p_.congestion_threshold > 0)
                     rec.congested[c] = rec.congested[c] || (present && d >= d_.lit(p_.congestion_threshold));
@@ -193,23 +208,24 @@ public:
                 if (p_.aggregation && !((p_.unmerged_clusters >> c) & 1u)) {
                     for (int j = 0; j < p_.queue_packets; ++j) {
                         // At most one waiting packet per key (the merge rule keeps it so).
-                        const B match = present && d > d_.lit(j) && slots_[j].cluster == d_.lit(c) &&
-                                        slots_[j].chunk == chunk;
-                        slots_[j].contrib = d_.sel(match, slots_[j].contrib + d_.lit(1), slots_[j].contrib);
-                        slots_[j].marked = slots_[j].marked || (match && mark_now);
+                        Slot<D>& sl = q.slots[j];
+                        const B match = present && d > d_.lit(j) && sl.cluster == d_.lit(c) && sl.chunk == chunk;
+                        sl.contrib = d_.sel(match, sl.contrib + d_.lit(1), sl.contrib);
+                        sl.marked = sl.marked || (match && mark_now);
                         merged = merged || match;
                     }
                 }
                 const B fits = d < d_.lit(p_.queue_packets);
                 const B takes_slot = present && !merged && fits;
                 for (int j = 0; j < p_.queue_packets; ++j) {
+                    Slot<D>& sl = q.slots[j];
                     const B here = takes_slot && d == d_.lit(j);
-                    slots_[j].cluster = d_.sel(here, d_.lit(c), slots_[j].cluster);
-                    slots_[j].chunk = d_.sel(here, chunk, slots_[j].chunk);
-                    slots_[j].contrib = d_.sel(here, d_.lit(1), slots_[j].contrib);
-                    slots_[j].marked = d_.bsel(here, mark_now, slots_[j].marked);
+                    sl.cluster = d_.sel(here, d_.lit(c), sl.cluster);
+                    sl.chunk = d_.sel(here, chunk, sl.chunk);
+                    sl.contrib = d_.sel(here, d_.lit(1), sl.contrib);
+                    sl.marked = d_.bsel(here, mark_now, sl.marked);
                 }
-                depth_ = d_.sel(takes_slot, depth_ + d_.lit(1), depth_);
+                q.depth = d_.sel(takes_slot, q.depth + d_.lit(1), q.depth);
                 drops = d_.sel(present && !merged && !fits, drops + d_.lit(1), drops);
                 const B marked_here = present && (merged || fits) && mark_now;
                 rec.arrival_marked[c] = rec.arrival_marked[c] || marked_here;
@@ -223,22 +239,29 @@ public:
             s.next_chunk = wrap(s.next_chunk + rec.sent[c], p_.max_arrivals);
         }
         rec.drops = d_.fix(drops, name("drops", t));
-        rec.depth_after_arrivals = depth_ = d_.fix(depth_, name("depth_arr", t));
+        for (std::size_t k = 0; k < queues_.size(); ++k) queues_[k].depth = d_.fix(queues_[k].depth, name("depth_arr", t, k));
+        rec.depth_after_arrivals = total_depth();
         for (int c = 0; c < C; ++c) {
+            const ClassQueue& q = queues_[class_of(c)];
             B any = d_.blit(false);
             for (int j = 0; j < p_.queue_packets; ++j)
-                any = any || (depth_ > d_.lit(j) && slots_[j].cluster == d_.lit(c));
+                any = any || (q.depth > d_.lit(j) && q.slots[j].cluster == d_.lit(c));
             rec.backlogged.push_back(d_.fixb(any, name("backlogged", t, c)));
         }
-        // E. Service from the head; merged contributions ride in their slot.
+        // E. Service: from the head (FIFO), or from the class DRR picks.
         for (int k = 0; k < p_.service_rate; ++k) {
-            const B valid = depth_ > d_.lit(0);
-            rec.departures.push_back(DepartureRec<D>{d_.fixb(valid, name("dep_valid", t, k)),
-                                                     d_.fix(slots_[0].cluster, name("dep_cluster", t, k)),
-                                                     d_.fix(slots_[0].contrib, name("dep_contrib", t, k)),
-                                                     d_.fixb(valid && slots_[0].marked, name("dep_marked", t, k))});
-            for (int j = 0; j + 1 < p_.queue_packets; ++j) slots_[j] = slots_[j + 1];
-            depth_ = d_.sel(valid, depth_ - d_.lit(1), depth_);
+            if (queues_.size() == 1) {
+                ClassQueue& q = queues_[0];
+                const B valid = q.depth > d_.lit(0);
+                rec.departures.push_back(DepartureRec<D>{d_.fixb(valid, name("dep_valid", t, k)),
+                                                         d_.fix(q.slots[0].cluster, name("dep_cluster", t, k)),
+                                                         d_.fix(q.slots[0].contrib, name("dep_contrib", t, k)),
+                                                         d_.fixb(valid && q.slots[0].marked, name("dep_marked", t, k))});
+                for (int j = 0; j + 1 < p_.queue_packets; ++j) q.slots[j] = q.slots[j + 1];
+                q.depth = d_.sel(valid, q.depth - d_.lit(1), q.depth);
+            } else {
+                rec.departures.push_back(drr_dequeue(t, k));
+            }
         }
         for (int c = 0; c < C; ++c) {
             rec.marked_depth[c] = d_.fix(rec.marked_depth[c], name("marked_depth", t, c));
@@ -248,14 +271,24 @@ public:
             rec.served.push_back(d_.fix(served, name("served", t, c)));
             rec.cut[c] = d_.fixb(rec.cut[c], name("cut", t, c));
         }
-        rec.depth_end = depth_ = d_.fix(depth_, name("depth_end", t));
         // Fresh names for the state carried to the next step keep the unrolled terms small.
-        for (int j = 0; j < p_.queue_packets; ++j) {
-            slots_[j].cluster = d_.fix(slots_[j].cluster, name("slot_cluster", t, j));
-            slots_[j].chunk = d_.fix(slots_[j].chunk, name("slot_chunk", t, j));
-            slots_[j].contrib = d_.fix(slots_[j].contrib, name("slot_contrib", t, j));
-            slots_[j].marked = d_.fixb(slots_[j].marked, name("slot_marked", t, j));
+        for (std::size_t q = 0; q < queues_.size(); ++q) {
+            ClassQueue& cq = queues_[q];
+            const std::string k = std::to_string(q);
+            cq.depth = d_.fix(cq.depth, name(("depth_end_q" + k).c_str(), t));
+            cq.deficit = d_.fix(cq.deficit, name(("deficit_q" + k).c_str(), t));
+            for (int j = 0; j < p_.queue_packets; ++j) {
+                Slot<D>& sl = cq.slots[j];
+                sl.cluster = d_.fix(sl.cluster, name(("slot_cluster_q" + k).c_str(), t, j));
+                sl.chunk = d_.fix(sl.chunk, name(("slot_chunk_q" + k).c_str(), t, j));
+                sl.contrib = d_.fix(sl.contrib, name(("slot_contrib_q" + k).c_str(), t, j));
+                sl.marked = d_.fixb(sl.marked, name(("slot_marked_q" + k).c_str(), t, j));
+            }
         }
+        drr_current_ = d_.fix(drr_current_, name("drr_current", t));
+        drr_turn_started_ = d_.fixb(drr_turn_started_, name("drr_turn_started", t));
+        rec.depth_end = d_.fix(total_depth(), name("depth_end", t));
+        for (int c = 0; c < C; ++c) rec.class_depth_end.push_back(queues_[class_of(c)].depth);
         for (int c = 0; c < C; ++c) {
             SenderState<D>& s = senders_[c];
             s.w = d_.fix(s.w, name("w", t, c));
@@ -389,10 +422,100 @@ private:
         return cuts;
     }
 
+    struct ClassQueue {
+        I depth;
+        I deficit;  // DRR: contributions this class may still send in its turn
+        std::vector<Slot<D>> slots;
+    };
+
+    int class_of(int c) const { return p_.fair_scheduling ? c : 0; }
+
+    I total_depth() const {
+        I sum = queues_[0].depth;
+        for (std::size_t q = 1; q < queues_.size(); ++q) sum = sum + queues_[q].depth;
+        return sum;
+    }
+
+    // PortQueue::pick() then dequeue() (switch/core/port_queue.cpp), unrolled: a visit to an empty
+    // class forfeits its deficit and moves on; a class starting its turn earns its quantum (1
+    // contribution, weights are 1); it sends its head if the deficit covers the head's
+    // contributions, else the turn passes. Bound on the visits: deficits never go negative, each
+    // full round adds 1 to every backlogged class, and no head carries more contributions than its
+    // sender has in flight (<= w_max), so some class sends within 1 + classes * w_max visits. The
+    // concrete domain checks that bound on every run (ConcreteDomain::expect).
+    DepartureRec<D> drr_dequeue(int t, int k) {
+        const int n = static_cast<int>(queues_.size());
+        const B any = total_depth() > d_.lit(0);
+        B done = !any;
+        I picked = d_.lit(0);
+        I cur = drr_current_;
+        B turn = drr_turn_started_;
+        int max_cost = p_.w_max;
+        for (int c = 0; c < p_.clusters; ++c) max_cost = std::max(max_cost, p_.w_max_of(c));
+        const int visits = 1 + n * max_cost;
+        for (int v = 0; v < visits; ++v) {
+            I next_cur = cur;
+            B next_turn = turn;
+            B next_done = done;
+            for (int q = 0; q < n; ++q) {
+                ClassQueue& cq = queues_[q];
+                const B here = !done && cur == d_.lit(q);
+                const B empty = cq.depth == d_.lit(0);
+                const I earned = d_.sel(turn, cq.deficit, cq.deficit + d_.lit(1));
+                const I head = cq.slots[0].contrib;
+                const I cost = d_.sel(head < d_.lit(1), d_.lit(1), head);
+                const B sends = !empty && earned >= cost;
+                cq.deficit = d_.sel(here, d_.sel(empty, d_.lit(0), earned), cq.deficit);
+                next_cur = d_.sel(here && !sends, d_.lit((q + 1) % n), next_cur);
+                next_turn = d_.bsel(here, sends, next_turn);
+                picked = d_.sel(here && sends, d_.lit(q), picked);
+                next_done = next_done || (here && sends);
+            }
+            cur = next_cur;
+            turn = next_turn;
+            done = next_done;
+        }
+        d_.expect(done, "step " + std::to_string(t) + ": DRR picked no class within the bound");
+        DepartureRec<D> dep{d_.fixb(any, name("dep_valid", t, k)), d_.lit(0), d_.lit(0), d_.blit(false)};
+        I cluster = d_.lit(0), contrib = d_.lit(0);
+        B marked = d_.blit(false);
+        for (int q = 0; q < n; ++q) {
+            const B from = any && picked == d_.lit(q);
+            cluster = d_.sel(from, queues_[q].slots[0].cluster, cluster);
+            contrib = d_.sel(from, queues_[q].slots[0].contrib, contrib);
+            marked = d_.bsel(from, queues_[q].slots[0].marked, marked);
+        }
+        dep.cluster = d_.fix(cluster, name("dep_cluster", t, k));
+        dep.contrib = d_.fix(contrib, name("dep_contrib", t, k));
+        dep.marked = d_.fixb(any && marked, name("dep_marked", t, k));
+        for (int q = 0; q < n; ++q) {
+            ClassQueue& cq = queues_[q];
+            const B from = any && picked == d_.lit(q);
+            const I cost = d_.sel(cq.slots[0].contrib < d_.lit(1), d_.lit(1), cq.slots[0].contrib);
+            for (int j = 0; j + 1 < p_.queue_packets; ++j) {
+                Slot<D>& sl = cq.slots[j];
+                const Slot<D>& nx = cq.slots[j + 1];
+                sl.cluster = d_.sel(from, nx.cluster, sl.cluster);
+                sl.chunk = d_.sel(from, nx.chunk, sl.chunk);
+                sl.contrib = d_.sel(from, nx.contrib, sl.contrib);
+                sl.marked = d_.bsel(from, nx.marked, sl.marked);
+            }
+            cq.depth = d_.sel(from, cq.depth - d_.lit(1), cq.depth);
+            const B emptied = from && cq.depth == d_.lit(0);
+            cq.deficit = d_.sel(emptied, d_.lit(0), d_.sel(from, cq.deficit - cost, cq.deficit));
+            cur = d_.sel(emptied, d_.lit((q + 1) % n), cur);
+            turn = d_.bsel(emptied, d_.blit(false), turn);
+        }
+        drr_current_ = cur;
+        drr_turn_started_ = turn;
+        return dep;
+    }
+
     D& d_;
     const ModelParams& p_;
-    I depth_;
-    std::vector<Slot<D>> slots_;
+    std::vector<ClassQueue> queues_;
+    I drr_current_;           // DRR: the class whose turn it is
+    B drr_turn_started_;      // DRR: it has earned its quantum for this turn
     std::vector<SenderState<D>> senders_;
     Trace<D> trace_;
 };
@@ -458,8 +581,8 @@ template <class D> std::vector<Violation<D>> aom_violations(D& d, const Trace<D>
     return out;
 }
 
-// When an arrival of cluster c finds the queue at or above the threshold at step t, then within
-// R steps the queue is back under it at the end of some step in [t, t+R], or c cut its window at
+// When an arrival of cluster c finds its queue (its class under DRR) at or above the threshold at
+// step t, then within R steps that queue is back under it at the end of some step in [t, t+R], or c cut its window at
 // some step in (t, t+R]. Only crossings with t + R inside the horizon are judged.
 template <class D>
 std::vector<Violation<D>> responsiveness_violations(D& d, const Trace<D>& tr, const ResponsivenessSpec& r) {
@@ -467,9 +590,12 @@ std::vector<Violation<D>> responsiveness_violations(D& d, const Trace<D>& tr, co
     const int T = static_cast<int>(tr.size());
     const int C = tr.empty() ? 0 : static_cast<int>(tr[0].served.size());
     for (int t = 0; t + r.within < T; ++t) {
-        typename D::B drained = d.blit(false);
-        for (int u = t; u <= t + r.within; ++u) drained = drained || tr[u].depth_end < d.lit(r.threshold);
         for (int c = 0; c < C; ++c) {
+            // The queue c sent into: the port's (FIFO) or c's class (DRR).
+            typename D::B drained = d.blit(false);
+            for (int u = t; u <= t + r.within; ++u)
+                drained = drained || (tr[u].class_depth_end.empty() ? tr[u].depth_end : tr[u].class_depth_end[c]) <
+                                         d.lit(r.threshold);
             typename D::B reacted = d.blit(false);
             for (int u = t + 1; u <= t + r.within; ++u) reacted = reacted || tr[u].cut[c];
             out.push_back({tr[t].congested[c] && !drained && !reacted, "responsiveness", t,

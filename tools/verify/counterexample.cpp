@@ -45,6 +45,7 @@ std::string to_json(const Counterexample& cex) {
                   {"alpha_init", m.alpha_init},
                   {"congestion_threshold", m.congestion_threshold},
                   {"exact_window", m.exact_window},
+                  {"scheduling", m.fair_scheduling ? "drr" : "fifo"},
                   {"unmerged_clusters", m.unmerged_clusters},
                   {"w_max_by_cluster", list(m.w_max_by_cluster)}};
     json::Json props = json::Json::object();
@@ -69,6 +70,7 @@ std::string to_json(const Counterexample& cex) {
             step["model_sent"] = list(r.sent);
             step["depth_after_arrivals"] = r.depth_after_arrivals;
             step["depth_end"] = r.depth_end;
+            step["class_depth_end"] = list(r.class_depth_end);
             step["drops"] = r.drops;
             step["departures"] = std::move(deps);
             step["marked_arrivals"] = list(marked);
@@ -111,6 +113,8 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
             for (int v : required<std::vector<int>>(step, "model_sent", at)) r.sent.push_back(v);
             r.depth_after_arrivals = required<int>(step, "depth_after_arrivals", at);
             r.depth_end = required<int>(step, "depth_end", at);
+            if (auto v = json::optional<std::vector<int>>(step, "class_depth_end", at))
+                for (int x : *v) r.class_depth_end.push_back(x);
             r.drops = required<int>(step, "drops", at);
             for (const auto& dep : required<std::vector<std::vector<int>>>(step, "departures", at)) {
                 if (dep.size() != 3) throw json::KeyError("key " + at + "departures: wrong type (expected [cluster, contributions, marked])");

@@ -21,6 +21,7 @@ Trace<ConcreteDomain> to_trace(const std::vector<sim::SlotRecord>& slots) {
         r.congested = s.congested;
         r.depth_after_arrivals = s.depth_after_arrivals;
         r.depth_end = s.depth_end;
+        r.class_depth_end = s.class_depth_end;
         r.drops = s.drops;
         r.backlogged = s.backlogged;
         for (const sim::SlotDeparture& d : s.departures) r.departures.push_back({true, d.cluster, d.contributions, d.marked});
@@ -80,6 +81,8 @@ std::string first_difference(const Trace<ConcreteDomain>& a, const Trace<Concret
         }
         if (x.depth_end != y.depth_end)
             return fmt::format("step {}: depth at end: model {} vs real {}", t, x.depth_end, y.depth_end);
+        if (!x.class_depth_end.empty() && !y.class_depth_end.empty() && x.class_depth_end != y.class_depth_end)
+            return diff("class queue depths at end", x.class_depth_end, y.class_depth_end);
         if (x.arrival_marked != y.arrival_marked) return diff("marked arrivals", x.arrival_marked, y.arrival_marked);
         if (!x.marked_depth.empty() && !y.marked_depth.empty() && x.marked_depth != y.marked_depth)
             return diff("depths found by marked arrivals", x.marked_depth, y.marked_depth);

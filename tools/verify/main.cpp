@@ -46,9 +46,10 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
     if (props.empty()) throw VerifyConfigError(path + ": no properties configured");
     const auto& m = cfg.model;
     fmt::print("model: {} clusters, horizon {}, queue {} slots, service {}/step, arrivals <= {}/step/cluster, "
-               "{} chunks, mark depth {}, aggregation {}, feedback {}, window [{}, {}] init {}\n",
+               "{} chunks, mark depth {}, aggregation {}, feedback {}, window [{}, {}] init {}, scheduling {}\n",
                m.clusters, m.horizon, m.queue_packets, m.service_rate, m.max_arrivals, m.chunks, m.mark_depth,
-               m.aggregation, m.feedback, m.w_min, m.w_max, m.w_init);
+               m.aggregation, m.feedback, m.w_min, m.w_max, m.w_init,
+               m.fair_scheduling ? "drr (one queue per cluster)" : "fifo");
     int failures = 0;
     for (Property p : props) {
         // Z3 gives no progress of its own and large horizons take minutes: say what is running.

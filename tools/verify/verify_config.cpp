@@ -80,6 +80,13 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         m.mark_depth = static_cast<int>(port->marking.depth_packets);
         m.aggregation = sw.aggregation;
         m.feedback = sw.feedback;
+        m.fair_scheduling = port->scheduling.value_or(sw.scheduling) == core::Scheduling::Drr;
+        if (m.fair_scheduling)
+            for (std::size_t i = 0; i < sw.clusters.size(); ++i)
+                if (sw.clusters[i].weight != 1)
+                    r.fail(*switch_config, fmt::format("aggregation.clusters[{}].weight is {}: the model gives every "
+                                                       "cluster weight 1 (weights are not modelled)",
+                                                       i, sw.clusters[i].weight));
         // Per-cluster rules (aggregation.clusters): the replay's cluster c has id c + 1 and sends
         // from 10.0.0.(c + 1). With rules, a cluster merges only if its rule turns aggregation on
         // and lists that address (the switch forwards unknown clusters and non-members unmerged).
@@ -97,8 +104,9 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
             drop_unmerged = sw.non_member == core::NonMemberAction::Drop;
             has_cluster_rules = true;
         }
-        cfg.notes += fmt::format("from {} port {}: queue {} packets, mark depth {}, aggregation {}, feedback {}\n",
-                                 path.string(), port->name, m.queue_packets, m.mark_depth, m.aggregation, m.feedback);
+        cfg.notes += fmt::format("from {} port {}: queue {} packets, mark depth {}, aggregation {}, feedback {}, "
+                                 "scheduling {}\n", path.string(), port->name, m.queue_packets, m.mark_depth,
+                                 m.aggregation, m.feedback, m.fair_scheduling ? "drr" : "fifo");
         if (port->marking.sojourn_us != 0)
             cfg.notes += "note: sojourn marking is not modelled (depth marking only)\n";
     } else if (const auto switch_port = top.get("switch_port")) {
@@ -187,7 +195,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     if (const auto model = top.get("model")) {
         const MapView n = r.map(*model, {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
                                          "credit_delay", "feedback_delay", "feedback", "queue_packets", "mark_depth",
-                                         "aggregation", "exact_window"});
+                                         "aggregation", "exact_window", "scheduling"});
         auto get = [&](const char* key, int& out, int lo, int hi) {
             if (auto x = n.get(key)) out = integer(r, *x, lo, hi);
         };
@@ -208,6 +216,11 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         if (auto x = n.get("feedback")) m.feedback = r.boolean(*x);
         if (auto x = n.get("aggregation")) m.aggregation = r.boolean(*x);
         if (auto x = n.get("exact_window")) m.exact_window = r.boolean(*x);
+        if (auto x = n.get("scheduling")) {
+            const std::string v = r.string(*x, "fifo or drr");
+            if (v != "fifo" && v != "drr") r.fail(*x, "expected fifo or drr, not '" + v + "'");
+            m.fair_scheduling = v == "drr";
+        }
     }
     if (worker_configs && worker_configs->node.size() > 1 && static_cast<int>(worker_configs->node.size()) != m.clusters)
         r.fail(*worker_configs,
