@@ -175,7 +175,7 @@ TEST_CASE("random churn matches a reference map", "[fdb]") {
 }
 
 TEST_CASE("repeated learns and lookups within one instant stay exact", "[fdb]") {
-    // The FDB remembers its last learn and last lookup for the same `now` (a burst). Few stations,
+    // The FDB remembers its learns (one per MAC slot) and its last lookup for the same `now` (a burst). Few stations,
     // a table that fills, frequent same-instant repeats, moves, aging and static entries: every
     // answer and counter must match a model that has no memo.
     constexpr std::size_t kCapacity = 3;

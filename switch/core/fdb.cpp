@@ -14,7 +14,7 @@ Fdb::Fdb(std::size_t capacity, std::uint64_t aging_ticks)
 // Any change that can alter which entry a MAC maps to, its port or whether it has expired drops
 // both memos. A refresh of an unexpired entry on the same port changes none of that.
 void Fdb::forget_memos() noexcept {
-    learned_.valid = false;
+    for (Memo& m : learned_) m.valid = false;
     looked_up_.valid = false;
 }
 
@@ -82,7 +82,7 @@ void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
         if (!e.used) break;
         if (e.key != mac) continue;
         if (e.is_static) {
-            learned_ = Memo{mac, now, port, true};  // static entries ignore learning: so will repeats
+            learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};  // static entries ignore learning: so will repeats
             return;
         }
         if (expired(e, now)) {
@@ -95,7 +95,7 @@ void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
         }
         e.port = port;
         e.last_seen = now;
-        learned_ = Memo{mac, now, port, true};
+        learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
         return;
     }
     if (size_ >= capacity_) {
@@ -106,7 +106,7 @@ void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
     ++size_;
     ++stats_.learned;
     looked_up_.valid = false;
-    learned_ = Memo{mac, now, port, true};
+    learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
 }
 
 std::uint16_t Fdb::lookup_in_table(MacKey mac, std::uint64_t now) const noexcept {

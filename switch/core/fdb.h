@@ -43,8 +43,9 @@ public:
     // Learns (or refreshes) the source MAC of a frame seen on port. Multicast sources are ignored.
     void learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept { learn(mac_key(mac), port, now); }
     void learn(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
-        // Same station, same port, same now as the last learn: it would only rewrite last_seen = now.
-        if (learned_.valid && learned_.now == now && learned_.port == port && learned_.key == mac) return;
+        // Same station, same port, same now as its last learn: it would only rewrite last_seen = now.
+        const Memo& m = learned_[learn_memo_slot(mac)];
+        if (m.valid && m.now == now && m.port == port && m.key == mac) return;
         learn_in_table(mac, port, now);
     }
     // Port for a unicast destination, or kNoPort (unknown or aged out: flood).
@@ -67,9 +68,11 @@ private:
         bool used = false;
         bool is_static = false;
     };
-    // One-entry memos: a burst of frames mostly comes from and goes to the same stations at the
-    // same `now`, and repeating a learn or a lookup of the same MAC at the same now is exact to
-    // skip until the table changes (see fdb.cpp for what invalidates them).
+    // Memos: a burst of frames mostly comes from and goes to the same few stations at the same
+    // `now`, and repeating a learn or a lookup of the same MAC at the same now is exact to skip
+    // until the table changes (see fdb.cpp for what invalidates them). Learning has one memo per
+    // MAC hash slot (direct mapped: a MAC's own learns always land in its slot), so a burst that
+    // interleaves a few senders (the workers of a rack) probes the table once per sender.
     struct Memo {
         MacKey key = 0;
         std::uint64_t now = 0;
@@ -90,7 +93,11 @@ private:
     std::size_t size_ = 0;
     std::uint64_t aging_ticks_;
     FdbStats stats_;
-    Memo learned_;             // last learn that left mac -> port in the table at `now`
+    static constexpr int kLearnMemoBits = 3;
+    static std::size_t learn_memo_slot(MacKey mac) noexcept {
+        return static_cast<std::size_t>((mac * 0x9E3779B97F4A7C15ull) >> (64 - kLearnMemoBits));
+    }
+    std::array<Memo, std::size_t{1} << kLearnMemoBits> learned_{};  // learns that left mac -> port at `now`
     mutable Memo looked_up_;   // last lookup and its answer at `now`
 };
 
