@@ -8,6 +8,9 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "implementation.h"
 #include "symbolic.h"
 #include "verify_config.h"
@@ -235,6 +238,79 @@ TEST_CASE("fair queues (DRR): fairness verifies at a bound the window history ca
     CHECK(rep.follows_model);
 }
 
+std::vector<std::vector<int>> random_versions(std::mt19937& rng, const ModelParams& p) {
+    std::uniform_int_distribution<int> pick(0, p.versions);
+    std::vector<std::vector<int>> v(p.horizon, std::vector<int>(p.clusters));
+    for (auto& row : v)
+        for (auto& x : row) x = pick(rng);
+    return v;
+}
+
+TEST_CASE("versions: the model's merge index and tolerance agree with the real queue step by step") {
+    // Updates carry versions in [0, 4] in any order (several workers, stale ones); the real
+    // queue looks up v, v-1, v+1, ... and keeps max - min within the tolerance.
+    std::mt19937 rng(11);
+    for (int tolerance : {0, 1, 2}) {
+        for (bool drr : {false, true}) {
+            ModelParams p = base_config(12).model;
+            p.versions = 4;
+            p.version_tolerance = tolerance;
+            p.fair_scheduling = drr;
+            p.queue_packets = 8;
+            p.mark_depth = 4;
+            p.congestion_threshold = 4;
+            int merges = 0, spread_seen = 0;
+            for (int run = 0; run < 150; ++run) {
+                const auto w = random_workload(rng, p);
+                const auto v = random_versions(rng, p);
+                std::string wl;
+                for (std::size_t t = 0; t < w.size(); ++t) wl += fmt::format(" t{}={}v{}", t, fmt::join(w[t], "/"), fmt::join(v[t], "/"));
+                INFO("tolerance " << tolerance << " drr " << drr << " run " << run << ":" << wl);
+                REQUIRE(check_agreement(p, w, v) == "");
+                const RealRun real = run_implementation(p, w, v);
+                for (const auto& s : real.trace)
+                    for (const auto& d : s.departures) {
+                        merges += d.contrib > 1;
+                        spread_seen = std::max<int>(spread_seen, static_cast<int>(d.max_version - d.min_version));
+                        REQUIRE(d.max_version - d.min_version <= tolerance);
+                    }
+            }
+            CHECK(merges > 0);
+            CHECK(spread_seen == tolerance);  // the workloads reach the tolerance, never beyond
+        }
+    }
+}
+
+TEST_CASE("version spread: proved within the tolerance; the old rule's chaining is found and is not the real queue's") {
+    // Marking off: no window cuts, so the interval abstraction of a cut plays no part and every
+    // counterexample follows the real senders exactly; the merge rule is what is under test.
+    VerifyConfig cfg = marking_off(6);
+    cfg.model.versions = 4;
+    cfg.model.version_tolerance = 2;
+    cfg.model.queue_packets = 8;
+    cfg.version_spread = VersionSpreadSpec{2};
+    CHECK(check_property(cfg, Property::VersionSpread).verified);
+    // Bound 1 is not what tolerance 2 promises: a real packet carries versions 2 apart.
+    VerifyConfig tighter = cfg;
+    tighter.version_spread = VersionSpreadSpec{1};
+    const CheckResult t = check_property(tighter, Property::VersionSpread);
+    REQUIRE_FALSE(t.verified);
+    const ReplayReport rep = replay(counterexample_from_json(to_json(t.cex), "<memory>"));
+    CHECK(rep.reproduced);
+    CHECK(rep.follows_model);
+    // The rule before issue 11 compared an arrival with the key's version only: chaining lets a
+    // packet carry versions 3 apart under tolerance 2. The real queue does not follow that model.
+    VerifyConfig legacy = cfg;
+    legacy.model.legacy_version_match = true;
+    const CheckResult l = check_property(legacy, Property::VersionSpread);
+    REQUIRE_FALSE(l.verified);
+    const Counterexample back = counterexample_from_json(to_json(l.cex), "<memory>");
+    REQUIRE(back.versions == l.cex.versions);
+    const ReplayReport real = replay(back);
+    CHECK_FALSE(real.reproduced);    // the real queue keeps the spread within 2 on that workload
+    CHECK_FALSE(real.follows_model);
+}
+
 TEST_CASE("verify YAML: values from the switch config, strict keys, clear errors") {
     const VerifyConfig cfg = load_verify_config(std::string(SHESHA_VERIFY_EXAMPLES) + "/good.yaml");
     CHECK(cfg.model.queue_packets == 4);
@@ -253,6 +329,9 @@ TEST_CASE("verify YAML: values from the switch config, strict keys, clear errors
           std::string::npos);
     CHECK(error_of("switch_config: /nonexistent.yaml").find("switch_config") != std::string::npos);
     CHECK(error_of("model: {scheduling: wfq}").find("model.scheduling: expected fifo or drr") != std::string::npos);
+    CHECK(error_of("model: {version_tolerance: 17}").find("model.version_tolerance") != std::string::npos);
+    CHECK(error_of("properties: {version_spread: {bound: 1}}").find("needs model.versions >= 1") != std::string::npos);
+    CHECK(error_of("model: {versions: 3}\nproperties: {version_spread: {}}").empty());
     CHECK(error_of("model: {clusters: 2}\nproperties: {aom: {bound: 3}}").empty());
 }
 

@@ -64,7 +64,7 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
     // The recorded workload on the scheduling the file names (FIFO for files from before fair
     // queues), or on the one --scheduling asks for: the same counterexample on the other scheduler.
     if (!scheduling.empty()) r.system.fair_scheduling = scheduling == "drr";
-    const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload);
+    const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload, r.versions);
     const shesha::sim::SlotMeasurements m = shesha::sim::measure(run.slots, r.bounds);
     const auto& s = r.system;
     if (!quiet) {
@@ -78,8 +78,10 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
         for (std::size_t t = 0; t < run.slots.size(); ++t) {
             const auto& x = run.slots[t];
             std::string deps;
-            for (const auto& d : x.departures) deps += fmt::format("{}c{}x{}{}", deps.empty() ? "" : " ", d.cluster,
-                                                                   d.contributions, d.marked ? "*" : "");
+            for (const auto& d : x.departures) {
+                deps += fmt::format("{}c{}x{}{}", deps.empty() ? "" : " ", d.cluster, d.contributions, d.marked ? "*" : "");
+                if (s.versions > 0) deps += fmt::format("v{}..{}", d.min_version, d.max_version);
+            }
             fmt::print("{:>4}  {:<10} {:>5} {:>5} {:>6}  {:<36} {:<5} {:<10} {:<10}\n", t, joined(x.sent), x.depth_end,
                        x.drops, x.merges, deps.empty() ? "-" : deps, flags(x.cut), joined(x.window), joined(m.ages[t]));
         }
@@ -95,6 +97,9 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
         if (r.bounds.responsiveness)
             fmt::print("; reaction to congestion per cluster {} slots (-1: never congested; bound {})",
                        joined(m.reaction_worst), r.bounds.responsiveness->within);
+        if (r.bounds.version_spread)
+            fmt::print("; widest version spread of a departure {} (bound {})", m.version_spread_worst,
+                       r.bounds.version_spread->bound);
         fmt::print("\n");
     }
     if (!run.payloads_exact) {

@@ -33,6 +33,12 @@ struct Packet {
     std::uint32_t len = 0;
     int cluster = 0;
     std::uint16_t shesha_offset = 0;
+    // While it waits in the queue: the contributions seen in its header and the oldest and newest
+    // version among them (a merge shows as one waiting packet's contrib_count going up).
+    bool queued = false;
+    std::uint16_t seen_contrib = 0;
+    int min_version = 0;
+    int max_version = 0;
 };
 
 struct DepartedChunk {
@@ -102,6 +108,7 @@ core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
         cc.id = cluster_id_of(c);
         cc.aggregation = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
         cc.member_ips.push_back(0x0A000001 + static_cast<std::uint32_t>(c));
+        cc.version_tolerance = static_cast<std::uint32_t>(p.version_tolerance);
         cfg.clusters.push_back(std::move(cc));
     }
     return cfg;
@@ -109,7 +116,8 @@ core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
 
 }  // namespace
 
-SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int>>& requested) {
+SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int>>& requested,
+                       const std::vector<std::vector<int>>& versions) {
     // Callers validate first (parse_replay, the verifier's config); this catches a caller that did not.
     if (const std::string err = validate(p); !err.empty()) throw std::invalid_argument("slotted system: " + err);
     SlottedRun run;
@@ -206,9 +214,13 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
             const int allowed = std::min<int>(p.max_arrivals, static_cast<int>(senders[c].credits_available()));
             const int want = std::max(0, std::min(t < static_cast<int>(requested.size()) ? requested[t][c] : 0,
                                                   p.max_arrivals));
+            const int version = t < static_cast<int>(versions.size()) && c < static_cast<int>(versions[t].size())
+                                    ? versions[t][c] : 0;
             for (int i = 0; i < want; ++i) {
-                if (senders[c].pending_chunks() == 0)
-                    senders[c].offer_update(1, now_ns, gradients[c]);  // one model version in the horizon
+                // An update is offered when the sender has run dry and can send now, so its version is
+                // the one of the slot its first chunk leaves in (the model's rule).
+                if (senders[c].pending_chunks() == 0 && senders[c].credits_available() > 0)
+                    senders[c].offer_update(static_cast<std::uint32_t>(version), now_ns, gradients[c]);
                 const std::optional<transport::OutgoingChunk> chunk = senders[c].next_to_send(now_ns);
                 if (!chunk) {
                     run.notes.push_back(fmt::format("slot {}: cluster {} asked to send {} but the real window "
@@ -218,6 +230,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 Packet* pk = free_list.back();
                 free_list.pop_back();
                 pk->cluster = c;
+                pk->min_version = pk->max_version = static_cast<int>(chunk->header.model_version);
                 std::span<std::uint8_t> payload(pk->buf.data() + frame::kUdpPayloadOffset,
                                                 kBufferSize - frame::kUdpPayloadOffset);
                 const std::size_t plen = proto::encode(
@@ -263,10 +276,25 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 const core::QueueStats after = queue.stats();
                 if (after.merged != before.merged) {
                     ++rec.merges;
+                    // The packet it merged into: the waiting one whose contribution count went up.
+                    int targets = 0;
+                    for (Packet& w : pool) {
+                        if (!w.queued) continue;
+                        const std::uint16_t now_contrib = proto::inplace::contrib_count(w.buf.data() + w.shesha_offset);
+                        if (now_contrib == w.seen_contrib) continue;
+                        w.seen_contrib = now_contrib;
+                        w.min_version = std::min(w.min_version, pk->min_version);
+                        w.max_version = std::max(w.max_version, pk->max_version);
+                        ++targets;
+                    }
+                    if (targets != 1)
+                        run.notes.push_back(fmt::format("slot {}: a merge changed {} waiting packets", t, targets));
                 } else if (after.dropped != before.dropped) {
                     ++drops;
                 } else {
                     ++waiting[c];
+                    pk->queued = true;
+                    pk->seen_contrib = proto::inplace::contrib_count(pk->buf.data() + pk->shesha_offset);
                 }
             }
         rec.drops = drops;
@@ -297,7 +325,9 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
                 }
                 departed[t].push_back({pk->cluster, msg.hdr});
             }
-            rec.departures.push_back({pk->cluster, static_cast<int>(dep.contributions), dep.marked});
+            rec.departures.push_back(
+                {pk->cluster, static_cast<int>(dep.contributions), dep.marked, pk->min_version, pk->max_version});
+            pk->queued = false;
             rec.served[pk->cluster] += dep.contributions;
             --waiting[pk->cluster];
             free_list.push_back(pk);
@@ -341,6 +371,9 @@ std::string validate(const SlottedSystem& p) {
     if (p.additive_increase < 0) return "transport.additive_increase must be >= 0";
     if (!(p.gain > 0 && p.gain <= 1)) return "transport.gain must lie in (0, 1]";
     if (!(p.alpha_init >= 0 && p.alpha_init <= 1)) return "transport.alpha_init must lie in [0, 1]";
+    if (p.versions < 0 || p.versions > 1000) return "model.versions must lie in [0, 1000]";
+    if (p.version_tolerance < 0 || p.version_tolerance > 16)  // the switch's limit (switch_config.cpp)
+        return "model.version_tolerance must lie in [0, 16]";
     return {};
 }
 
@@ -419,6 +452,17 @@ SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds&
                                      reaction < 0 ? "more than " : "", reaction < 0 ? T - 1 - t : reaction, R)});
             }
     }
+    // Version spread of every departure.
+    for (int t = 0; t < T; ++t)
+        for (const SlotDeparture& d : slots[t].departures) {
+            const std::int64_t spread = d.max_version - d.min_version;
+            m.version_spread_worst = std::max(m.version_spread_worst, spread);
+            if (bounds.version_spread && spread > bounds.version_spread->bound)
+                m.violations.push_back({"version_spread", t,
+                                        fmt::format("a packet of cluster {} left at slot {} carrying versions {} to {} "
+                                                    "(spread {}, bound {})", d.cluster, t, d.min_version, d.max_version,
+                                                    spread, bounds.version_spread->bound)});
+        }
     std::stable_sort(m.violations.begin(), m.violations.end(),
                      [](const BoundViolation& x, const BoundViolation& y) { return x.property < y.property; });
     return m;
@@ -463,6 +507,8 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
             s.fair_scheduling = *v == "drr";
         }
         if (auto v = json::optional<std::vector<int>>(m, "w_max_by_cluster", "model.")) s.w_max_by_cluster = *v;
+        if (auto v = json::optional<int>(m, "versions", "model.")) s.versions = *v;
+        if (auto v = json::optional<int>(m, "version_tolerance", "model.")) s.version_tolerance = *v;
         if (root.contains("properties") && root["properties"].is_object()) {
             const json::Json& props = root["properties"];
             if (props.contains("fairness")) {
@@ -477,11 +523,17 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
             }
             if (props.contains("aom"))
                 r.bounds.aom = AomBound{required<int>(props["aom"], "bound", "properties.aom.")};
+            if (props.contains("version_spread"))
+                r.bounds.version_spread =
+                    VersionSpreadBound{required<int>(props["version_spread"], "bound", "properties.version_spread.")};
         }
         if (!root.contains("steps") || !root["steps"].is_array()) throw json::KeyError("missing list steps");
         const json::Json& steps = root["steps"];
-        for (std::size_t t = 0; t < steps.size(); ++t)
+        for (std::size_t t = 0; t < steps.size(); ++t) {
             r.workload.push_back(required<std::vector<int>>(steps[t], "send", fmt::format("steps[{}].", t)));
+            if (s.versions > 0)
+                r.versions.push_back(required<std::vector<int>>(steps[t], "version", fmt::format("steps[{}].", t)));
+        }
     } catch (const json::KeyError& e) {
         throw ReplayFileError(fmt::format("{}: {}", source, e.what()));
     } catch (const json::Error& e) {
@@ -511,6 +563,17 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
         throw ReplayFileError(source + ": properties.responsiveness needs within >= 1 and threshold >= 1 equal to "
                                        "model.congestion_threshold");
     if (r.bounds.aom && r.bounds.aom->bound < 0) throw ReplayFileError(source + ": properties.aom.bound must be >= 0");
+    for (std::size_t t = 0; t < r.versions.size(); ++t) {
+        if (static_cast<int>(r.versions[t].size()) != s.clusters)
+            throw ReplayFileError(fmt::format("{}: steps[{}].version has {} entries, expected one per cluster ({})",
+                                              source, t, r.versions[t].size(), s.clusters));
+        for (int v : r.versions[t])
+            if (v < 0 || v > s.versions)
+                throw ReplayFileError(fmt::format("{}: steps[{}].version: {} lies outside [0, model.versions = {}]",
+                                                  source, t, v, s.versions));
+    }
+    if (r.bounds.version_spread && r.bounds.version_spread->bound < 0)
+        throw ReplayFileError(source + ": properties.version_spread.bound must be >= 0");
     return r;
 }
 

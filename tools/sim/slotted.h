@@ -54,6 +54,11 @@ struct SlottedSystem {
     double alpha_init = 1.0;
     // Depth at which an arrival counts as sent into a congested queue (0: never).
     int congestion_threshold = 0;
+    // Model versions. 0: every update carries version 0 (one model version in the horizon).
+    // V > 0: the updates a sender starts in slot t carry the workload's version for (t, sender),
+    // in [0, V], in any order (several workers of a cluster at different versions, stale ones).
+    int versions = 0;
+    int version_tolerance = 0;   // the switch's per-cluster rule: merge if max - min stays <= this
 };
 
 // Empty if the system can run; else what is wrong, naming the parameter.
@@ -63,6 +68,8 @@ struct SlotDeparture {
     int cluster = 0;
     int contributions = 0;
     bool marked = false;
+    int min_version = 0;  // oldest and newest version of the contributions it carries
+    int max_version = 0;
 };
 
 // What one slot did; per-cluster vectors have one entry per cluster.
@@ -95,21 +102,25 @@ struct SlottedRun {
 };
 
 // requested[t][c]: chunks the workload asks sender c to send at slot t (missing entries: 0).
+// versions[t][c]: the version of the updates sender c starts in slot t (missing: 0).
 // Throws std::invalid_argument if validate(s) is not empty.
-SlottedRun run_slotted(const SlottedSystem& s, const std::vector<std::vector<int>>& requested);
+SlottedRun run_slotted(const SlottedSystem& s, const std::vector<std::vector<int>>& requested,
+                       const std::vector<std::vector<int>>& versions = {});
 
 // ---- the system-wide objectives, measured on a run ----
 struct FairnessBound { int window = 4; int epsilon = 2; };        // service difference over W slots
 struct ResponsivenessBound { int within = 6; int threshold = 0; };  // slots to react to congestion
 struct AomBound { int bound = 4; };                              // slots a backlogged cluster waits
+struct VersionSpreadBound { int bound = 0; };                    // max - min version in a departure
 struct SlotBounds {
     std::optional<FairnessBound> fairness;
     std::optional<ResponsivenessBound> responsiveness;
     std::optional<AomBound> aom;
+    std::optional<VersionSpreadBound> version_spread;
 };
 
 struct BoundViolation {
-    std::string property;  // "fairness", "responsiveness", "aom"
+    std::string property;  // "fairness", "responsiveness", "aom", "version_spread"
     int slot = 0;          // window start, congested slot, or slot where the age exceeds the bound
     std::string what;
 };
@@ -127,6 +138,7 @@ struct SlotMeasurements {
     std::int64_t fairness_worst = -1;             // largest |difference|; -1: no eligible window
     int fairness_worst_slot = -1;
     std::vector<std::int64_t> reaction_worst;     // per cluster; -1: never congested; horizon-capped
+    std::int64_t version_spread_worst = 0;        // largest max - min version of a departure
     std::vector<BoundViolation> violations;       // in slot order within each property
 };
 SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds& bounds);
@@ -139,6 +151,7 @@ struct SlottedReplay {
     SlottedSystem system;
     SlotBounds bounds;
     std::vector<std::vector<int>> workload;  // [t][c]
+    std::vector<std::vector<int>> versions;  // [t][c], empty unless system.versions > 0
 };
 struct ReplayFileError : std::runtime_error {
     using std::runtime_error::runtime_error;

@@ -35,6 +35,8 @@ struct ConcreteDomain {
 
     // requested[t][c]: what the workload asks each sender to send (clamped to the window bound).
     std::vector<std::vector<int>> requested;
+    // versions[t][c]: the version of the updates sender c starts at step t (model.versions > 0).
+    std::vector<std::vector<int>> versions;
     // Floor of W after each window cut, per cluster, in order (from the real sender); empty: lo.
     std::vector<std::deque<std::int64_t>> cut_windows;
     std::vector<std::string> issues;  // oracle exhausted, cut outside the abstraction's bounds
@@ -64,6 +66,11 @@ struct ConcreteDomain {
                                       ? requested[t][c] : 0;
         return std::min<std::int64_t>(std::max<std::int64_t>(want, 0), upper);
     }
+    I choose_version(int c, int t, int max_version) {
+        const std::int64_t v = t < static_cast<int>(versions.size()) && c < static_cast<int>(versions[t].size())
+                                   ? versions[t][c] : 0;
+        return std::min<std::int64_t>(std::max<std::int64_t>(v, 0), max_version);
+    }
     I choose_cut(int c, int t, B happens, I lo, I hi) {
         if (!happens) return hi;
         if (c >= static_cast<int>(cut_windows.size()) || cut_windows[c].empty()) {
@@ -85,6 +92,10 @@ struct ConcreteDomain {
 template <class D> struct Slot {
     typename D::I cluster, chunk, contrib;
     typename D::B marked;
+    // With versions (model.versions > 0): the oldest and newest version merged into the packet,
+    // and whether the queue's merge index points at it (its key is (cluster, chunk, min_version)).
+    typename D::I min_version, max_version;
+    typename D::B indexed;
 };
 
 template <class D> struct SenderState {
@@ -97,6 +108,7 @@ template <class D> struct SenderState {
     typename D::I round_marked;
     typename D::B round_cut;
     typename D::I next_chunk;      // chunk index of the next chunk sent, in [0, K)
+    typename D::I update_version;  // version of the update being sent (model.versions > 0)
     typename D::R alpha_lo;        // lower bound of alpha: alpha_init * (1 - g)^rounds
     // Exact window arithmetic (ModelParams::exact_window): the sender's W and alpha themselves.
     typename D::R window;
@@ -107,6 +119,7 @@ template <class D> struct DepartureRec {
     typename D::B valid;
     typename D::I cluster, contrib;
     typename D::B marked;
+    typename D::I min_version, max_version;
 };
 
 // What one step exposes to the properties (and what the replay compares with the real code).
@@ -147,11 +160,12 @@ public:
         for (int q = 0; q < classes; ++q) {
             queues_.push_back(ClassQueue{d.lit(0), d.lit(0), {}});
             for (int j = 0; j < p.queue_packets; ++j)
-                queues_.back().slots.push_back(Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false)});
+                queues_.back().slots.push_back(
+                    Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false), d.lit(0), d.lit(0), d.blit(false)});
         }
         for (int c = 0; c < p.clusters; ++c)
             senders_.push_back(SenderState<D>{d.lit(p.w_init_of(c)), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
-                                              d.lit(0), d.blit(false), d.lit(0), d.rlit(p.alpha_init),
+                                              d.lit(0), d.blit(false), d.lit(0), d.lit(0), d.rlit(p.alpha_init),
                                               d.rlit(p.w_init_of(c)), d.rlit(p.alpha_init)});
     }
 
@@ -190,6 +204,10 @@ public:
             rec.sent.push_back(n);
             rec.greedy.push_back(d_.fixb(n == upper, name("greedy", t, c)));
         }
+        // The version of the updates each sender starts in this step (model.versions > 0).
+        std::vector<I> step_version;
+        for (int c = 0; c < C; ++c)
+            step_version.push_back(p_.versions > 0 ? d_.choose_version(c, t, p_.versions) : d_.lit(0));
         // D. Arrivals, round robin over clusters, each into its class queue.
         rec.arrival_marked.assign(C, d_.blit(false));
         rec.congested.assign(C, d_.blit(false));
@@ -204,8 +222,16 @@ public:
                 const B mark_now = d_.blit(p_.mark_depth > 0) && d >= d_.lit(p_.mark_depth > 0 ? p_.mark_depth : 0);
                 if (p_.congestion_threshold > 0)
                     rec.congested[c] = rec.congested[c] || (present && d >= d_.lit(p_.congestion_threshold));
+                const bool merges_here = p_.aggregation && !((p_.unmerged_clusters >> c) & 1u);
+                // The version this chunk carries: chunk 0 starts a new update.
+                I version = d_.lit(0);
+                if (p_.versions > 0) {
+                    SenderState<D>& s = senders_[c];
+                    s.update_version = d_.sel(present && chunk == d_.lit(0), step_version[c], s.update_version);
+                    version = s.update_version;
+                }
                 B merged = d_.blit(false);
-                if (p_.aggregation && !((p_.unmerged_clusters >> c) & 1u)) {
+                if (merges_here && p_.versions == 0) {
                     for (int j = 0; j < p_.queue_packets; ++j) {
                         // At most one waiting packet per key (the merge rule keeps it so).
                         Slot<D>& sl = q.slots[j];
@@ -214,9 +240,12 @@ public:
                         sl.marked = sl.marked || (match && mark_now);
                         merged = merged || match;
                     }
+                } else if (merges_here) {
+                    merged = merge_versioned(q, c, chunk, version, present, d, mark_now);
                 }
                 const B fits = d < d_.lit(p_.queue_packets);
                 const B takes_slot = present && !merged && fits;
+                if (p_.versions > 0 && merges_here) reindex(q, c, chunk, version, takes_slot, -1);
                 for (int j = 0; j < p_.queue_packets; ++j) {
                     Slot<D>& sl = q.slots[j];
                     const B here = takes_slot && d == d_.lit(j);
@@ -224,6 +253,11 @@ public:
                     sl.chunk = d_.sel(here, chunk, sl.chunk);
                     sl.contrib = d_.sel(here, d_.lit(1), sl.contrib);
                     sl.marked = d_.bsel(here, mark_now, sl.marked);
+                    if (p_.versions > 0) {
+                        sl.min_version = d_.sel(here, version, sl.min_version);
+                        sl.max_version = d_.sel(here, version, sl.max_version);
+                        sl.indexed = d_.bsel(here, d_.blit(merges_here), sl.indexed);
+                    }
                 }
                 q.depth = d_.sel(takes_slot, q.depth + d_.lit(1), q.depth);
                 drops = d_.sel(present && !merged && !fits, drops + d_.lit(1), drops);
@@ -256,7 +290,9 @@ public:
                 rec.departures.push_back(DepartureRec<D>{d_.fixb(valid, name("dep_valid", t, k)),
                                                          d_.fix(q.slots[0].cluster, name("dep_cluster", t, k)),
                                                          d_.fix(q.slots[0].contrib, name("dep_contrib", t, k)),
-                                                         d_.fixb(valid && q.slots[0].marked, name("dep_marked", t, k))});
+                                                         d_.fixb(valid && q.slots[0].marked, name("dep_marked", t, k)),
+                                                         d_.fix(q.slots[0].min_version, name("dep_minv", t, k)),
+                                                         d_.fix(q.slots[0].max_version, name("dep_maxv", t, k))});
                 for (int j = 0; j + 1 < p_.queue_packets; ++j) q.slots[j] = q.slots[j + 1];
                 q.depth = d_.sel(valid, q.depth - d_.lit(1), q.depth);
             } else {
@@ -283,6 +319,11 @@ public:
                 sl.chunk = d_.fix(sl.chunk, name(("slot_chunk_q" + k).c_str(), t, j));
                 sl.contrib = d_.fix(sl.contrib, name(("slot_contrib_q" + k).c_str(), t, j));
                 sl.marked = d_.fixb(sl.marked, name(("slot_marked_q" + k).c_str(), t, j));
+                if (p_.versions > 0) {
+                    sl.min_version = d_.fix(sl.min_version, name(("slot_minv_q" + k).c_str(), t, j));
+                    sl.max_version = d_.fix(sl.max_version, name(("slot_maxv_q" + k).c_str(), t, j));
+                    sl.indexed = d_.fixb(sl.indexed, name(("slot_indexed_q" + k).c_str(), t, j));
+                }
             }
         }
         drr_current_ = d_.fix(drr_current_, name("drr_current", t));
@@ -300,6 +341,7 @@ public:
             s.round_marked = d_.fix(s.round_marked, name("round_marked", t, c));
             s.round_cut = d_.fixb(s.round_cut, name("round_cut", t, c));
             s.next_chunk = d_.fix(s.next_chunk, name("next_chunk", t, c));
+            if (p_.versions > 0) s.update_version = d_.fix(s.update_version, name("update_version", t, c));
             s.alpha_lo = d_.rfix(s.alpha_lo, name("alpha_lo", t, c));
             if (p_.exact_window) {
                 s.window = d_.rfix(s.window, name("window", t, c));
@@ -428,6 +470,60 @@ private:
         std::vector<Slot<D>> slots;
     };
 
+    // AggregatingQueue::find_target() and merge_into() with versions: the arrival (cluster c,
+    // chunk, version v) looks up the index at versions v, v-1, v+1, v-2, v+2, ... up to the
+    // tolerance (closest first); the first indexed waiting packet under that key whose versions
+    // would stay within the tolerance with v merged takes it. Merging an older version re-keys the
+    // packet under the new minimum (index_put: another packet under that key leaves the index).
+    // Returns whether it merged.
+    B merge_versioned(ClassQueue& q, int c, const I& chunk, const I& v, const B& present, const I& d, const B& mark_now) {
+        const int tol = p_.version_tolerance;
+        const int Q = p_.queue_packets;
+        std::vector<B> target(Q, d_.blit(false));
+        B found = d_.blit(false);
+        for (int dist = 0; dist <= tol; ++dist)
+            for (int side = 0; side < (dist == 0 ? 1 : 2); ++side) {
+                const I key_version = side == 0 ? v - d_.lit(dist) : v + d_.lit(dist);
+                B here_any = d_.blit(false);
+                for (int j = 0; j < Q; ++j) {
+                    const Slot<D>& sl = q.slots[j];
+                    const I hi = d_.sel(sl.max_version > v, sl.max_version, v);
+                    const I lo = d_.sel(sl.min_version < v, sl.min_version, v);
+                    // The old rule compared only the key's version (a B, not a C++ bool: with Z3 terms
+                    // a ?: mixing the two would turn the term into its pointer's truth).
+                    const B spread_ok = p_.legacy_version_match ? d_.blit(true) : B(hi - lo <= d_.lit(tol));
+                    const B ok = present && d > d_.lit(j) && sl.indexed && sl.cluster == d_.lit(c) &&
+                                 sl.chunk == chunk && sl.min_version == key_version && spread_ok;
+                    const B take = ok && !found;
+                    target[j] = target[j] || take;
+                    here_any = here_any || ok;
+                }
+                found = found || here_any;
+            }
+        for (int j = 0; j < Q; ++j) {
+            Slot<D>& sl = q.slots[j];
+            const B t = target[j];
+            sl.contrib = d_.sel(t, sl.contrib + d_.lit(1), sl.contrib);
+            sl.marked = sl.marked || (t && mark_now);
+            sl.max_version = d_.sel(t && v > sl.max_version, v, sl.max_version);
+            const B rekey = t && v < sl.min_version;
+            sl.min_version = d_.sel(rekey, v, sl.min_version);
+            reindex(q, c, chunk, v, rekey, j);
+        }
+        return found;
+    }
+
+    // index_put(key (c, chunk, v)) when `happens`: every other indexed packet under that key (the
+    // slot `keep` is the one being put, -1: a new slot) leaves the index.
+    void reindex(ClassQueue& q, int c, const I& chunk, const I& v, const B& happens, int keep) {
+        for (int k = 0; k < p_.queue_packets; ++k) {
+            if (k == keep) continue;
+            Slot<D>& o = q.slots[k];
+            const B same_key = o.indexed && o.cluster == d_.lit(c) && o.chunk == chunk && o.min_version == v;
+            o.indexed = d_.bsel(happens && same_key, d_.blit(false), o.indexed);
+        }
+    }
+
     int class_of(int c) const { return p_.fair_scheduling ? c : 0; }
 
     I total_depth() const {
@@ -476,18 +572,23 @@ private:
             done = next_done;
         }
         d_.expect(done, "step " + std::to_string(t) + ": DRR picked no class within the bound");
-        DepartureRec<D> dep{d_.fixb(any, name("dep_valid", t, k)), d_.lit(0), d_.lit(0), d_.blit(false)};
-        I cluster = d_.lit(0), contrib = d_.lit(0);
+        DepartureRec<D> dep{d_.fixb(any, name("dep_valid", t, k)), d_.lit(0), d_.lit(0), d_.blit(false), d_.lit(0),
+                            d_.lit(0)};
+        I cluster = d_.lit(0), contrib = d_.lit(0), minv = d_.lit(0), maxv = d_.lit(0);
         B marked = d_.blit(false);
         for (int q = 0; q < n; ++q) {
             const B from = any && picked == d_.lit(q);
             cluster = d_.sel(from, queues_[q].slots[0].cluster, cluster);
             contrib = d_.sel(from, queues_[q].slots[0].contrib, contrib);
             marked = d_.bsel(from, queues_[q].slots[0].marked, marked);
+            minv = d_.sel(from, queues_[q].slots[0].min_version, minv);
+            maxv = d_.sel(from, queues_[q].slots[0].max_version, maxv);
         }
         dep.cluster = d_.fix(cluster, name("dep_cluster", t, k));
         dep.contrib = d_.fix(contrib, name("dep_contrib", t, k));
         dep.marked = d_.fixb(any && marked, name("dep_marked", t, k));
+        dep.min_version = d_.fix(minv, name("dep_minv", t, k));
+        dep.max_version = d_.fix(maxv, name("dep_maxv", t, k));
         for (int q = 0; q < n; ++q) {
             ClassQueue& cq = queues_[q];
             const B from = any && picked == d_.lit(q);
@@ -499,6 +600,9 @@ private:
                 sl.chunk = d_.sel(from, nx.chunk, sl.chunk);
                 sl.contrib = d_.sel(from, nx.contrib, sl.contrib);
                 sl.marked = d_.bsel(from, nx.marked, sl.marked);
+                sl.min_version = d_.sel(from, nx.min_version, sl.min_version);
+                sl.max_version = d_.sel(from, nx.max_version, sl.max_version);
+                sl.indexed = d_.bsel(from, nx.indexed, sl.indexed);
             }
             cq.depth = d_.sel(from, cq.depth - d_.lit(1), cq.depth);
             const B emptied = from && cq.depth == d_.lit(0);
@@ -578,6 +682,19 @@ template <class D> std::vector<Violation<D>> aom_violations(D& d, const Trace<D>
                            "cluster " + std::to_string(c) + " waited more than " + std::to_string(a.bound) +
                                " steps for a service at step " + std::to_string(t)});
     }
+    return out;
+}
+
+// Every packet that departs carries versions at most `bound` apart (max - min): the merge rule's
+// tolerance holds for the whole packet, not only pairwise with the arrival that joined last.
+template <class D> std::vector<Violation<D>> version_spread_violations(D& d, const Trace<D>& tr, const VersionSpreadSpec& v) {
+    std::vector<Violation<D>> out;
+    for (std::size_t t = 0; t < tr.size(); ++t)
+        for (const auto& dep : tr[t].departures)
+            out.push_back({dep.valid && dep.max_version - dep.min_version > d.lit(v.bound), "version_spread",
+                           static_cast<int>(t),
+                           "a packet left at step " + std::to_string(t) + " carrying versions more than " +
+                               std::to_string(v.bound) + " apart"});
     return out;
 }
 

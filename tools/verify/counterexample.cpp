@@ -47,7 +47,9 @@ std::string to_json(const Counterexample& cex) {
                   {"exact_window", m.exact_window},
                   {"scheduling", m.fair_scheduling ? "drr" : "fifo"},
                   {"unmerged_clusters", m.unmerged_clusters},
-                  {"w_max_by_cluster", list(m.w_max_by_cluster)}};
+                  {"w_max_by_cluster", list(m.w_max_by_cluster)},
+                  {"versions", m.versions},
+                  {"version_tolerance", m.version_tolerance}};
     json::Json props = json::Json::object();
     if (cex.config.fairness)
         props["fairness"] = {{"window", cex.config.fairness->window}, {"epsilon", cex.config.fairness->epsilon}};
@@ -55,10 +57,12 @@ std::string to_json(const Counterexample& cex) {
         props["responsiveness"] = {{"within", cex.config.responsiveness->within},
                                    {"threshold", cex.config.responsiveness->threshold}};
     if (cex.config.aom) props["aom"] = {{"bound", cex.config.aom->bound}};
+    if (cex.config.version_spread) props["version_spread"] = {{"bound", cex.config.version_spread->bound}};
     j["properties"] = std::move(props);
     json::Json steps = json::Json::array();
     for (size_t t = 0; t < cex.workload.size(); ++t) {
         json::Json step = {{"t", t}, {"send", list(cex.workload[t])}};
+        if (m.versions > 0) step["version"] = list(t < cex.versions.size() ? cex.versions[t] : std::vector<int>(m.clusters, 0));
         if (t < cex.model_trace.size()) {
             const auto& r = cex.model_trace[t];
             std::vector<int> cut, marked;
@@ -66,7 +70,12 @@ std::string to_json(const Counterexample& cex) {
             for (bool b : r.arrival_marked) marked.push_back(b);
             json::Json deps = json::Json::array();
             for (const auto& dep : r.departures)
-                if (dep.valid) deps.push_back({dep.cluster, dep.contrib, dep.marked ? 1 : 0});
+                if (dep.valid) {
+                    if (m.versions > 0)
+                        deps.push_back({dep.cluster, dep.contrib, dep.marked ? 1 : 0, dep.min_version, dep.max_version});
+                    else
+                        deps.push_back({dep.cluster, dep.contrib, dep.marked ? 1 : 0});
+                }
             step["model_sent"] = list(r.sent);
             step["depth_after_arrivals"] = r.depth_after_arrivals;
             step["depth_end"] = r.depth_end;
@@ -97,7 +106,9 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
     if (common.bounds.responsiveness)
         cex.config.responsiveness = ResponsivenessSpec{common.bounds.responsiveness->within, common.bounds.responsiveness->threshold};
     if (common.bounds.aom) cex.config.aom = AomSpec{common.bounds.aom->bound};
+    if (common.bounds.version_spread) cex.config.version_spread = VersionSpreadSpec{common.bounds.version_spread->bound};
     cex.workload = common.workload;
+    cex.versions = common.versions;
     using json::required;
     try {
         // parse_replay accepted the text: it is valid JSON with an object model and a list steps.
@@ -117,8 +128,11 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
                 for (int x : *v) r.class_depth_end.push_back(x);
             r.drops = required<int>(step, "drops", at);
             for (const auto& dep : required<std::vector<std::vector<int>>>(step, "departures", at)) {
-                if (dep.size() != 3) throw json::KeyError("key " + at + "departures: wrong type (expected [cluster, contributions, marked])");
-                r.departures.push_back({true, dep[0], dep[1], dep[2] != 0});
+                if (dep.size() != 3 && dep.size() != 5)
+                    throw json::KeyError("key " + at + "departures: wrong type (expected [cluster, contributions, marked] "
+                                         "or, with versions, [..., min_version, max_version])");
+                r.departures.push_back({true, dep[0], dep[1], dep[2] != 0, dep.size() == 5 ? dep[3] : 0,
+                                        dep.size() == 5 ? dep[4] : 0});
             }
             for (int v : required<std::vector<int>>(step, "marked_arrivals", at)) r.arrival_marked.push_back(v != 0);
             for (int v : required<std::vector<int>>(step, "cut", at)) r.cut.push_back(v != 0);

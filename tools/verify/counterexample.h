@@ -16,6 +16,7 @@ struct Counterexample {
     std::string what;                // human-readable statement of the violation
     VerifyConfig config;             // resolved parameters (only what the replay needs)
     std::vector<std::vector<int>> workload;   // [t][c]: chunks each sender sends
+    std::vector<std::vector<int>> versions;   // [t][c]: version of the updates started (model.versions > 0)
     Trace<ConcreteDomain> model_trace;        // what the model predicts for that workload
 };
 

@@ -24,7 +24,8 @@ Trace<ConcreteDomain> to_trace(const std::vector<sim::SlotRecord>& slots) {
         r.class_depth_end = s.class_depth_end;
         r.drops = s.drops;
         r.backlogged = s.backlogged;
-        for (const sim::SlotDeparture& d : s.departures) r.departures.push_back({true, d.cluster, d.contributions, d.marked});
+        for (const sim::SlotDeparture& d : s.departures)
+            r.departures.push_back({true, d.cluster, d.contributions, d.marked, d.min_version, d.max_version});
         r.served = s.served;
         r.cut = s.cut;
         r.window = s.window;
@@ -41,11 +42,13 @@ sim::SlotBounds bounds_of(const VerifyConfig& cfg) {
     if (cfg.fairness) b.fairness = sim::FairnessBound{cfg.fairness->window, cfg.fairness->epsilon};
     if (cfg.responsiveness) b.responsiveness = sim::ResponsivenessBound{cfg.responsiveness->within, cfg.responsiveness->threshold};
     if (cfg.aom) b.aom = sim::AomBound{cfg.aom->bound};
+    if (cfg.version_spread) b.version_spread = sim::VersionSpreadBound{cfg.version_spread->bound};
     return b;
 }
 
-RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<int>>& requested) {
-    sim::SlottedRun slotted = sim::run_slotted(p, requested);
+RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<int>>& requested,
+                           const std::vector<std::vector<int>>& versions) {
+    sim::SlottedRun slotted = sim::run_slotted(p, requested, versions);
     RealRun run;
     run.trace = to_trace(slotted.slots);
     run.cut_windows = std::move(slotted.cut_windows);
@@ -57,9 +60,9 @@ RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<i
 std::string first_difference(const Trace<ConcreteDomain>& a, const Trace<ConcreteDomain>& b) {
     if (a.size() != b.size()) return fmt::format("lengths differ: {} vs {} steps", a.size(), b.size());
     auto valid_deps = [](const StepRecord<ConcreteDomain>& r) {
-        std::vector<std::array<std::int64_t, 3>> v;
+        std::vector<std::array<std::int64_t, 5>> v;
         for (const auto& d : r.departures)
-            if (d.valid) v.push_back({d.cluster, d.contrib, d.marked ? 1 : 0});
+            if (d.valid) v.push_back({d.cluster, d.contrib, d.marked ? 1 : 0, d.min_version, d.max_version});
         return v;
     };
     for (size_t t = 0; t < a.size(); ++t) {
@@ -75,8 +78,11 @@ std::string first_difference(const Trace<ConcreteDomain>& a, const Trace<Concret
         const auto dx = valid_deps(x), dy = valid_deps(y);
         if (dx != dy) {
             std::string sx, sy;
-            for (const auto& d : dx) sx += fmt::format("[c{} x{}{}]", d[0], d[1], d[2] ? " marked" : "");
-            for (const auto& d : dy) sy += fmt::format("[c{} x{}{}]", d[0], d[1], d[2] ? " marked" : "");
+            auto show = [](const auto& d) {
+                return fmt::format("[c{} x{}{} v{}..{}]", d[0], d[1], d[2] ? " marked" : "", d[3], d[4]);
+            };
+            for (const auto& d : dx) sx += show(d);
+            for (const auto& d : dy) sy += show(d);
             return fmt::format("step {}: departures differ: model {} vs real {}", t, sx, sy);
         }
         if (x.depth_end != y.depth_end)
@@ -98,11 +104,13 @@ std::string first_difference(const Trace<ConcreteDomain>& a, const Trace<Concret
     return {};
 }
 
-std::string check_agreement(const ModelParams& p, const std::vector<std::vector<int>>& requested) {
-    const RealRun real = run_implementation(p, requested);
+std::string check_agreement(const ModelParams& p, const std::vector<std::vector<int>>& requested,
+                            const std::vector<std::vector<int>>& versions) {
+    const RealRun real = run_implementation(p, requested, versions);
     if (!real.payloads_exact) return "real run: " + (real.notes.empty() ? std::string("payload error") : real.notes.front());
     ConcreteDomain d;
     d.requested = requested;
+    d.versions = versions;
     // Exact window arithmetic computes every cut itself; the interval model takes the real ones.
     if (!p.exact_window) d.cut_windows = real.cut_windows;
     Model<ConcreteDomain> model(d, p);
@@ -120,6 +128,7 @@ std::vector<Violation<ConcreteDomain>> violations_of(const VerifyConfig& cfg, co
     if (property == "fairness" && cfg.fairness) all = fairness_violations(d, trace, *cfg.fairness);
     else if (property == "responsiveness" && cfg.responsiveness) all = responsiveness_violations(d, trace, *cfg.responsiveness);
     else if (property == "aom" && cfg.aom) all = aom_violations(d, trace, *cfg.aom);
+    else if (property == "version_spread" && cfg.version_spread) all = version_spread_violations(d, trace, *cfg.version_spread);
     std::vector<Violation<ConcreteDomain>> out;
     for (auto& v : all)
         if (v.happens) out.push_back(std::move(v));
@@ -129,7 +138,7 @@ std::vector<Violation<ConcreteDomain>> violations_of(const VerifyConfig& cfg, co
 ReplayReport replay(const Counterexample& cex) {
     ReplayReport rep;
     // The simulator's slotted mode runs the workload on the real code and measures the property.
-    const sim::SlottedRun run = sim::run_slotted(cex.config.model, cex.workload);
+    const sim::SlottedRun run = sim::run_slotted(cex.config.model, cex.workload, cex.versions);
     for (const auto& n : run.notes) rep.lines.push_back("simulator: " + n);
     rep.window_refused = !run.notes.empty();
     rep.payloads_exact = run.payloads_exact;

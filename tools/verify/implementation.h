@@ -23,7 +23,9 @@ struct RealRun {
 };
 
 // requested[t][c]: chunks the workload asks sender c to send at step t.
-RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<int>>& requested);
+// versions[t][c]: version of the updates sender c starts at step t (model.versions > 0).
+RealRun run_implementation(const ModelParams& p, const std::vector<std::vector<int>>& requested,
+                           const std::vector<std::vector<int>>& versions = {});
 
 // First difference between two traces (sent, depths, drops, departures, marks, cuts, windows,
 // in flight), or empty if they agree.
@@ -31,7 +33,8 @@ std::string first_difference(const Trace<ConcreteDomain>& model, const Trace<Con
 
 // Runs the real code and the concrete model (its window cuts taken from the real sender, each
 // checked against the model's bounds) on the same workload; empty if they agree step by step.
-std::string check_agreement(const ModelParams& p, const std::vector<std::vector<int>>& requested);
+std::string check_agreement(const ModelParams& p, const std::vector<std::vector<int>>& requested,
+                            const std::vector<std::vector<int>>& versions = {});
 
 // The violations of one property ("fairness", "responsiveness", "aom") on a concrete trace.
 std::vector<Violation<ConcreteDomain>> violations_of(const VerifyConfig& cfg, const std::string& property,

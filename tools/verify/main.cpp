@@ -28,6 +28,7 @@ std::vector<Property> configured(const VerifyConfig& cfg) {
     if (cfg.fairness) out.push_back(Property::Fairness);
     if (cfg.responsiveness) out.push_back(Property::Responsiveness);
     if (cfg.aom) out.push_back(Property::Aom);
+    if (cfg.version_spread) out.push_back(Property::VersionSpread);
     return out;
 }
 
@@ -40,6 +41,7 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
         if (n == "fairness" && cfg.fairness) props.push_back(Property::Fairness);
         else if (n == "responsiveness" && cfg.responsiveness) props.push_back(Property::Responsiveness);
         else if (n == "aom" && cfg.aom) props.push_back(Property::Aom);
+        else if (n == "version_spread" && cfg.version_spread) props.push_back(Property::VersionSpread);
         else throw VerifyConfigError(fmt::format("{}: property '{}' is not configured under properties:", path, n));
     }
     if (names.empty()) props = configured(cfg);
@@ -50,6 +52,9 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
                m.clusters, m.horizon, m.queue_packets, m.service_rate, m.max_arrivals, m.chunks, m.mark_depth,
                m.aggregation, m.feedback, m.w_min, m.w_max, m.w_init,
                m.fair_scheduling ? "drr (one queue per cluster)" : "fifo");
+    if (m.versions > 0)
+        fmt::print("versions: each update carries a version in [0, {}] (any order); merge tolerance {}\n", m.versions,
+                   m.version_tolerance);
     int failures = 0;
     for (Property p : props) {
         // Z3 gives no progress of its own and large horizons take minutes: say what is running.
@@ -68,6 +73,10 @@ int cmd_check(const std::string& path, const std::vector<std::string>& names, in
                    r.cex.what);
         fmt::print("  workload (chunks sent per step, per cluster):");
         for (size_t t = 0; t < r.cex.workload.size(); ++t) fmt::print(" t{}={}", t, fmt::join(r.cex.workload[t], "/"));
+        if (!r.cex.versions.empty()) {
+            fmt::print("\n  versions of the updates started (per step, per cluster):");
+            for (size_t t = 0; t < r.cex.versions.size(); ++t) fmt::print(" t{}={}", t, fmt::join(r.cex.versions[t], "/"));
+        }
         fmt::print("\n  written to {} (replay: shesha-verify replay {})\n", file, file);
     }
     return failures == 0 ? 0 : 1;
@@ -116,7 +125,7 @@ int main(int argc, char** argv) {
     app.fallthrough();
     auto* check = app.add_subcommand("check", "verify the configured properties within the bounds");
     check->add_option("config", config, "verify YAML")->required();
-    check->add_option("--property", props, "fairness, responsiveness or aom (default: all configured)");
+    check->add_option("--property", props, "fairness, responsiveness, aom or version_spread (default: all configured)");
     // The YAML's own range for model.horizon; 0 (the default) keeps the file's value.
     check->add_option("--horizon", horizon, "override model.horizon (1..200)")->check(CLI::Range(1, 200));
     check->add_option("--out-dir", out_dir, "where counterexample files go");

@@ -21,6 +21,7 @@ struct Z3Domain {
     z3::context& ctx;
     z3::solver& solver;
     std::vector<std::vector<z3::expr>> sends;  // [t][c]
+    std::vector<std::vector<z3::expr>> versions;  // [t][c], model.versions > 0
     struct Cut {
         int cluster;
         z3::expr happens;
@@ -83,6 +84,13 @@ struct Z3Domain {
         sends[t].push_back(n);
         return n;
     }
+    I choose_version(int c, int t, int max_version) {
+        z3::expr v = ctx.int_const(("version_" + std::to_string(t) + "_" + std::to_string(c)).c_str());
+        solver.add(v >= 0 && v <= max_version);
+        if (static_cast<int>(versions.size()) <= t) versions.resize(t + 1);
+        versions[t].push_back(v);
+        return v;
+    }
     I choose_cut(int c, int t, const B& happens, const I& lo, const I& hi) {
         z3::expr v = ctx.int_const(("cut_" + std::to_string(t) + "_" + std::to_string(c) + "_" +
                                     std::to_string(cut_serial++)).c_str());
@@ -114,6 +122,7 @@ const char* to_string(Property p) {
         case Property::Fairness: return "fairness";
         case Property::Responsiveness: return "responsiveness";
         case Property::Aom: return "aom";
+        case Property::VersionSpread: return "version_spread";
     }
     return "?";
 }
@@ -125,7 +134,7 @@ CheckResult check_property(const VerifyConfig& cfg, Property prop) {
 
     z3::context ctx;
     z3::solver solver = make_solver(ctx);
-    Z3Domain d{ctx, solver, {}, {}, 0};
+    Z3Domain d{ctx, solver, {}, {}, {}, 0};
     Model<Z3Domain> model(d, cfg.model);
     model.run();
     std::vector<Violation<Z3Domain>> violations;
@@ -141,6 +150,10 @@ CheckResult check_property(const VerifyConfig& cfg, Property prop) {
         case Property::Aom:
             if (!cfg.aom) throw std::invalid_argument("aom is not configured");
             violations = aom_violations(d, model.trace(), *cfg.aom);
+            break;
+        case Property::VersionSpread:
+            if (!cfg.version_spread) throw std::invalid_argument("version_spread is not configured");
+            violations = version_spread_violations(d, model.trace(), *cfg.version_spread);
             break;
     }
     z3::expr_vector any(ctx);
@@ -163,6 +176,11 @@ CheckResult check_property(const VerifyConfig& cfg, Property prop) {
         for (const auto& n : row) w.push_back(static_cast<int>(int_value(m, n)));
         cex.workload.push_back(w);
     }
+    for (const auto& row : d.versions) {
+        std::vector<int> v;
+        for (const auto& x : row) v.push_back(static_cast<int>(int_value(m, x)));
+        cex.versions.push_back(v);
+    }
     for (const auto& v : violations)
         if (m.eval(v.happens, true).is_true()) {
             cex.step = v.step;
@@ -173,6 +191,7 @@ CheckResult check_property(const VerifyConfig& cfg, Property prop) {
     // the same violation (a cross-check of the two domains).
     ConcreteDomain cd;
     cd.requested = cex.workload;
+    cd.versions = cex.versions;
     cd.cut_windows.assign(cfg.model.clusters, {});
     for (const auto& c : d.cuts)
         if (m.eval(c.happens, true).is_true()) cd.cut_windows[c.cluster].push_back(int_value(m, c.value));

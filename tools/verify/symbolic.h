@@ -10,7 +10,7 @@
 
 namespace shesha::verify {
 
-enum class Property { Fairness, Responsiveness, Aom };
+enum class Property { Fairness, Responsiveness, Aom, VersionSpread };
 const char* to_string(Property p);
 
 struct CheckResult {

@@ -92,6 +92,20 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         // and lists that address (the switch forwards unknown clusters and non-members unmerged).
         // Without rules every cluster merges (the switch's own default would merge nothing).
         if (!sw.clusters.empty()) {
+            // One version tolerance for every merging cluster (the model has one).
+            std::optional<std::size_t> first;
+            for (std::size_t i = 0; i < sw.clusters.size(); ++i) {
+                if (!sw.clusters[i].aggregation) continue;
+                if (!first) {
+                    first = i;
+                    m.version_tolerance = static_cast<int>(sw.clusters[i].version_tolerance);
+                } else if (static_cast<int>(sw.clusters[i].version_tolerance) != m.version_tolerance) {
+                    r.fail(*switch_config, fmt::format("aggregation.clusters[{}].version_tolerance is {} but "
+                                                       "aggregation.clusters[{}]'s is {}: the model has one tolerance",
+                                                       i, sw.clusters[i].version_tolerance, *first,
+                                                       m.version_tolerance));
+                }
+            }
             for (int c = 0; c < 32; ++c) {
                 const std::uint32_t ip = 0x0A000001u + static_cast<std::uint32_t>(c);
                 bool merges = false;
@@ -195,7 +209,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     if (const auto model = top.get("model")) {
         const MapView n = r.map(*model, {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
                                          "credit_delay", "feedback_delay", "feedback", "queue_packets", "mark_depth",
-                                         "aggregation", "exact_window", "scheduling"});
+                                         "aggregation", "exact_window", "scheduling", "versions", "version_tolerance"});
         auto get = [&](const char* key, int& out, int lo, int hi) {
             if (auto x = n.get(key)) out = integer(r, *x, lo, hi);
         };
@@ -213,6 +227,8 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
                 r.fail(*x, "must be a power of two (the real queue rounds up)");
         }
         get("mark_depth", m.mark_depth, 0, 64);
+        get("versions", m.versions, 0, 1000);
+        get("version_tolerance", m.version_tolerance, 0, 16);
         if (auto x = n.get("feedback")) m.feedback = r.boolean(*x);
         if (auto x = n.get("aggregation")) m.aggregation = r.boolean(*x);
         if (auto x = n.get("exact_window")) m.exact_window = r.boolean(*x);
@@ -247,7 +263,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
 
     // 4. Properties: those listed are checked.
     if (const auto properties = top.get("properties")) {
-        const MapView p = r.map(*properties, {"fairness", "responsiveness", "aom"});
+        const MapView p = r.map(*properties, {"fairness", "responsiveness", "aom", "version_spread"});
         if (const auto section = p.get("fairness")) {
             const MapView f = r.map(*section, {"window", "epsilon"});
             FairnessSpec s;
@@ -272,6 +288,16 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
             AomSpec s;
             if (auto x = f.get("bound")) s.bound = integer(r, *x, 0, 1000);
             cfg.aom = s;
+        }
+        if (const auto section = p.get("version_spread")) {
+            const MapView f = r.map(*section, {"bound"});
+            VersionSpreadSpec s;
+            s.bound = m.version_tolerance;  // default: what the switch's rule promises
+            if (auto x = f.get("bound")) s.bound = integer(r, *x, 0, 1000);
+            if (m.versions < 1)
+                r.fail(section->mark, "properties.version_spread",
+                       "needs model.versions >= 1 (with one version every packet's spread is 0)");
+            cfg.version_spread = s;
         }
     }
     if (const std::string err = validate(m); !err.empty()) throw VerifyConfigError(source + ": " + err);

@@ -28,17 +28,22 @@ struct ModelParams : sim::SlottedSystem {
     // Exact window arithmetic: the model carries the sender's W and alpha as reals and cuts them
     // like CreditSender does (non-linear for Z3). Off: floor(W) with an interval after each cut.
     bool exact_window = false;
+    // Tests only: the queue's version rule before issue 11 (an arrival compared with the key's
+    // version only, not with the packet's newest), to show the verifier finds the spread it allowed.
+    bool legacy_version_match = false;
 };
 
 struct FairnessSpec { int window = 4; int epsilon = 2; };
 struct ResponsivenessSpec { int within = 6; int threshold = 0; };
 struct AomSpec { int bound = 4; };
+struct VersionSpreadSpec { int bound = 0; };  // max - min version in a departing packet
 
 struct VerifyConfig {
     ModelParams model;
     std::optional<FairnessSpec> fairness;
     std::optional<ResponsivenessSpec> responsiveness;
     std::optional<AomSpec> aom;
+    std::optional<VersionSpreadSpec> version_spread;
     std::string source;
     std::string notes;  // e.g. which values came from which file, ignored switch settings
 };
