@@ -723,3 +723,81 @@ TEST_CASE("a FEEDBACK cut shrinks with the merge fraction the switch reports (me
         CHECK(s.counters().feedback_reductions == 1);
     }
 }
+
+TEST_CASE("merge-aware: echoed marks cut less when the switch reports its queue merging") {
+    for (bool aware : {true, false}) {
+        SenderConfig c = small_config();
+        c.w_init = 8;
+        c.w_max = 16;
+        c.merge_aware = aware;
+        CreditSender s(c);
+        offer_ones(s);
+        CHECK(send_burst(s) == 8);
+        proto::FeedbackBody fb;
+        fb.merge_permille = 750;  // no marks, no depth: the cut fraction is 0, only the merge fraction is news
+        s.on_feedback(fb, 1);
+        CHECK(s.window() == 8.0);
+        s.on_credit(credit(8), 0, 2);  // the round ends; it was cut (by 0), so no growth
+        CHECK(s.window() == 8.0);
+        CHECK(s.alpha() == 0.0);
+        CHECK(send_burst(s, 3) == 8);
+        s.on_credit(credit(8, 8), proto::flag::kCongestionEcho, 4);  // every chunk marked: F = 1
+        CHECK(s.alpha() == 0.25);
+        // alpha 0.25, scaled by 1 - 0.75 when merge-aware: W = 8 * (1 - 0.03125) = 7.75; else 8 * 0.875 = 7.
+        CHECK(s.window() == (aware ? 7.75 : 7.0));
+        CHECK(s.counters().round_reductions == 1);
+    }
+}
+
+TEST_CASE("merge-aware floor: no window below merge_floor while the queue merges, w_min once it stops") {
+    CHECK(SenderConfig{}.merge_floor == 0);  // off unless asked for
+    SenderConfig c = small_config();
+    c.w_min = 0.25;
+    c.w_init = 2;
+    c.w_max = 16;
+    c.merge_aware = true;
+    c.merge_floor = 4;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 2);
+    proto::FeedbackBody fb;
+    fb.mark_permille = 1000;
+    fb.merge_permille = 200;  // a fifth of the mergeable arrivals merged: the floor holds
+    s.on_feedback(fb, 1);
+    // lifted to the floor, then the cut (1 * (1 - 0.2)) = 0.8 would give 4 * 0.6 = 2.4: kept at 4.
+    CHECK(s.window() == 4.0);
+    CHECK(s.counters().merge_floor_lifts == 1);
+    CHECK(s.counters().feedback_reductions == 1);
+    CHECK(send_burst(s) == 2);        // 4 in flight now
+    s.on_credit(credit(4), 0, 2);     // the round ends, already cut: no growth; alpha stays 0
+    CHECK(s.window() == 4.0);
+    fb.merge_permille = 0;            // the queue no longer merges: the floor is w_min again
+    s.on_feedback(fb, 3);
+    CHECK(s.window() == 2.0);         // cut by max(alpha 0, 1) = 1: 4 * 0.5
+    fb.merge_permille = 99;           // just below a tenth: still no floor
+    CHECK(send_burst(s) == 2);
+    s.on_credit(credit(2), 0, 4);     // the round ends (already cut); the next one starts uncut
+    s.on_feedback(fb, 5);
+    CHECK(s.window() < 2.0);
+    CHECK(s.window() > 1.0);          // 2 * (1 - 0.901 / 2)
+    CHECK(s.counters().merge_floor_lifts == 1);
+    fb.merge_permille = 100;          // a tenth: lifted to the floor again, even in a round already cut
+    s.on_feedback(fb, 6);
+    CHECK(s.window() == 4.0);
+    CHECK(s.counters().merge_floor_lifts == 2);
+    CHECK(s.counters().feedback_ignored == 1);
+}
+
+TEST_CASE("merge_floor is validated") {
+    SenderConfig c = small_config();
+    c.merge_floor = 4;
+    CHECK_THAT(validate(c), Catch::Contains("merge_floor needs merge_aware"));
+    c.merge_aware = true;
+    CHECK(validate(c).empty());
+    c.merge_floor = 7;  // above w_max 6
+    CHECK_THAT(validate(c), Catch::Contains("merge_floor"));
+    c.merge_floor = 0.5;  // below w_min 1
+    CHECK_THAT(validate(c), Catch::Contains("merge_floor"));
+    c.merge_floor = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THAT(validate(c), Catch::Contains("merge_floor"));
+}

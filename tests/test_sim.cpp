@@ -169,6 +169,22 @@ TEST_CASE("conservation of contributions with drops, window control and feedback
     CHECK(r.jain_fairness <= 1.0);
 }
 
+TEST_CASE("merge-aware window with a merge floor and pacing: contributions conserved, sums exact") {
+    const Scenario s = load_scenario(
+        "seed: 5\nduration_ms: 4\ntopology: {kind: leaf_spine, leaves: 4, spines: 2}\n"
+        "workload: {clusters: 4, workers_per_cluster: 16, chunks: 8, chunk_elems: 256, compute_us: 100}\n"
+        "links: {learner_gbps: 10, fabric_gbps: 40}\n"
+        "queue: {capacity_packets: 16, mark_depth_packets: 4}\n"
+        "transport: {window_control: true, switch_feedback: true, w_init: 8, w_min: 0.25, merge_aware: true,"
+        " merge_floor: 16, credit_timeout_us: 500}\n",
+        "test");
+    const Summary r = run(s);
+    CHECK(r.feedback_sent > 0);
+    CHECK(r.contributions_sent == r.contributions_applied + r.contributions_dropped);
+    CHECK(r.verify_failures == 0);
+    CHECK(r.learner_rejects == 0);
+}
+
 TEST_CASE("scenario keys are strict and errors name the key") {
     auto error_of = [](const std::string& yaml, std::vector<std::string> overrides = {}) {
         try {
@@ -185,6 +201,10 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("", {"workload.clusters=0"}), Catch::Contains("'workload.clusters'"));
     CHECK_THAT(error_of("", {"nope=1"}), Catch::Contains("unknown key 'nope'"));
     CHECK_THAT(error_of("transport: {w_min: 8, w_init: 4}\n"), Catch::Contains("w_init"));
+    CHECK_THAT(error_of("transport: {merge_floor: 8}\n"), Catch::Contains("transport.merge_floor needs transport.merge_aware"));
+    CHECK_THAT(error_of("transport: {merge_aware: true, merge_floor: 100}\n"), Catch::Contains("transport.merge_floor must be"));
+    CHECK_THAT(error_of("transport: {merge_floor: -1}\n"), Catch::Contains("'transport.merge_floor'"));
+    CHECK(load_scenario("transport: {merge_aware: true, merge_floor: 32}\n", "f.yaml").merge_floor == 32);
     const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
     CHECK(s.clusters == 5);
     CHECK_FALSE(s.aggregation);

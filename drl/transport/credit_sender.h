@@ -53,6 +53,12 @@ struct SenderConfig {
     // arrives is absorbing the load, and cutting there only takes merges away. Off by default: in
     // the simulator study it helps some points and hurts others (docs/simulation.md).
     bool merge_aware = false;
+    // With merge_aware: while the switch's latest FEEDBACK says its queue merges at least a tenth of
+    // the mergeable arrivals (merge_permille >= 100), the window is not cut below this many chunks
+    // (and is lifted to it): a bottleneck that merges what arrives absorbs the load, and a window
+    // that holds chunks back only makes them merge at the sender for longer and arrive older.
+    // Once the queue stops merging, the floor is w_min again. 0 (the default): no such floor.
+    double merge_floor = 0;
 };
 
 // Empty if the config is usable, else the first problem found.
@@ -87,6 +93,7 @@ struct SenderCounters {
     std::uint64_t feedback_received = 0;
     std::uint64_t feedback_reductions = 0; // window cuts caused by FEEDBACK
     std::uint64_t feedback_ignored = 0;    // FEEDBACK in a round that already had its cut
+    std::uint64_t merge_floor_lifts = 0;   // merge_aware: window raised to merge_floor by a merging queue's FEEDBACK
     std::uint64_t rounds = 0;              // window-rounds completed
     std::uint64_t round_reductions = 0;    // end-of-round cuts caused by echoed marks
     std::uint64_t round_increases = 0;     // end-of-round additive increases
@@ -157,6 +164,8 @@ private:
     void end_round() noexcept;
     void start_round() noexcept;
     void cut_window(double a) noexcept;
+    double merge_fraction() const noexcept;  // the latest FEEDBACK's merge_permille / 1000 (merge_aware)
+    double floor() const noexcept;           // w_min, or the merge floor while the queue merges
 
     SenderConfig cfg_;
     ChunkLayout layout_;

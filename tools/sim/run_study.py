@@ -2,7 +2,10 @@
 """The shesha-sim scaling study (docs/simulation.md): runs a grid of scenarios, collects one
 summary CSV, draws the plots into docs/img/ and prints the markdown tables.
 
-  tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR]
+  tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR] [--arms a,b,...] [--seeds 1,2,...]
+
+--arms runs only those arms (no plots then); --seeds runs every point on each seed (labels get
+a /sS suffix when more than one seed is given).
 
 Every run is a few seconds at most; the whole grid takes about a minute or two on one core.
 """
@@ -29,6 +32,15 @@ ARMS = {
     # Full Shesha with the window allowed below one chunk (pacing, w_min 1/16) and merge-aware cuts.
     "shesha-paced": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                      "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true"],
+    # Full Shesha, merge-aware (issue 11 item 3): pacing allowed below one chunk where the queue does
+    # not merge, but no window below four updates (32 chunks) while it merges; echo cuts scaled too.
+    "shesha-ma": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
+                  "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
+                  "transport.merge_floor=32"],
+    # The same sending control on FIFO (not per-cluster fair) switch ports.
+    "shesha-ma-fifo": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=true",
+                       "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
+                       "transport.merge_floor=32"],
 }
 
 # Common workload: T_compute 1 ms (10% jitter), K = 8 chunks of 256 fp32 (1114 B frames), so one
@@ -57,6 +69,22 @@ def studies():
 
 
 def main(argv):
+    arms, seeds = ARMS, [1]
+    args = []
+    it = iter(argv)
+    for a in it:
+        if a == "--arms":
+            names = next(it).split(",")
+            unknown = [n for n in names if n not in ARMS]
+            if unknown:
+                print(f"unknown arm(s) {unknown}; known: {list(ARMS)}", file=sys.stderr)
+                return 2
+            arms = {n: ARMS[n] for n in names}
+        elif a == "--seeds":
+            seeds = [int(x) for x in next(it).split(",")]
+        else:
+            args.append(a)
+    argv = args
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -72,12 +100,17 @@ def main(argv):
             os.remove(os.path.join(out, name))
     t0 = time.time()
     for label, args in studies():
-        for arm, arm_args in ARMS.items():
-            cmd = [sim, "-q", "--append", "-o", out, "-l", f"{label}/{arm}", "--set", "seed=1"]
-            for a in BASE + args + arm_args:
-                cmd += ["--set", a]
-            subprocess.run(cmd, check=True)
+        for seed in seeds:
+            for arm, arm_args in arms.items():
+                tag = f"{label}/{arm}" + (f"/s{seed}" if len(seeds) > 1 else "")
+                cmd = [sim, "-q", "--append", "-o", out, "-l", tag, "--set", f"seed={seed}"]
+                for a in BASE + args + arm_args:
+                    cmd += ["--set", a]
+                subprocess.run(cmd, check=True)
     wall = time.time() - t0
+    if arms is not ARMS or len(seeds) > 1:
+        print(f"{len(seeds) * len(arms)} runs per point in {wall:.1f} s wall; summary in {summary}")
+        return 0
     plot_sim.plot_study(summary, img)
     # One time series for the docs: 1024 workers, 4 clusters, 10 GbE, FIFO vs merge with window.
     for arm in ("fifo+window+fb", "merge+window+fb"):

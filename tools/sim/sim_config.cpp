@@ -98,6 +98,7 @@ const std::map<std::string, Setter>& schema() {
         {"transport.w_init", double_field(&Scenario::w_init, 1, 1e6)},
         {"transport.w_min", double_field(&Scenario::w_min, 0.001, 1e6)},
         {"transport.merge_aware", bool_field(&Scenario::merge_aware)},
+        {"transport.merge_floor", double_field(&Scenario::merge_floor, 0, 1e6)},
         {"transport.w_max", double_field(&Scenario::w_max, 1, 1e6)},
         {"transport.credit_timeout_us", double_field(&Scenario::credit_timeout_us, 0, 1e9)},
         {"transport.feedback_interval_us", double_field(&Scenario::feedback_interval_us, 0, 1e9)},
@@ -176,6 +177,9 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     auto bad = [](const std::string& what) { throw ConfigError("scenario: " + what); };
     if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
+    if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))
+        bad("transport.merge_floor must be 0 (off) or lie in [w_min, w_max]");
+    if (s.merge_floor != 0 && !s.merge_aware) bad("transport.merge_floor needs transport.merge_aware: true");
     if (std::uint64_t{s.chunks} * s.chunk_elems > UINT32_MAX) bad("workload.chunks * chunk_elems is too large");
     if (s.clusters > 65535) bad("workload.clusters must fit a 16-bit cluster id");
     if (std::uint64_t{s.clusters} * s.workers_per_cluster > (1u << 20)) bad("more than 2^20 workers in total");

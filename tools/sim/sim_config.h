@@ -59,7 +59,8 @@ struct Scenario {
     bool switch_feedback = true;     // switch -> sender FEEDBACK on marks (rate limited)
     double w_init = 8;
     double w_min = 1;                // below 1: the senders pace (one chunk per 1/W round trips)
-    bool merge_aware = false;        // FEEDBACK cuts scaled by 1 - the switch's merge fraction
+    bool merge_aware = false;        // FEEDBACK and echo cuts scaled by 1 - the switch's merge fraction
+    double merge_floor = 0;          // merge_aware: no cut below this while the queue merges >= half (0: off)
     double w_max = 64;
     double credit_timeout_us = 5000;
     double feedback_interval_us = 50;  // FeedbackLimiter: per sender

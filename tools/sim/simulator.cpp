@@ -427,6 +427,7 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.w_min = sc.w_min;
                 cfg.w_max = sc.w_max;
                 cfg.merge_aware = sc.merge_aware;
+                cfg.merge_floor = sc.merge_floor;
                 cfg.credit_timeout_ns = to_ns(sc.credit_timeout_us * 1e3);
             } else {
                 // No window: every pending chunk goes out at once, whatever the credits say (a window
