@@ -184,7 +184,7 @@ inline std::size_t elem_size(ElemType t) noexcept {
 
 // Header only, with the same checks as decode() except the body length check (used on fast paths
 // that only need the key fields and then check the length themselves).
-inline DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept {
+[[gnu::always_inline]] inline DecodeError decode_header(std::span<const std::uint8_t> bytes, Header& out) noexcept {
     if (bytes.size() < kHeaderSize) return DecodeError::ShortPacket;
     const std::uint8_t* p = bytes.data();
     if (be::load16(p + off::kMagic) != kMagic) return DecodeError::BadMagic;

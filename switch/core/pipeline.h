@@ -157,6 +157,8 @@ public:
               // frame that finds it empty; such a port never bypasses, so bypassing never changes
               // an outcome.
               bypass_ok(poll_mode && bucket.unlimited() && queue.config().capacity_bytes >= 0xFFFF),
+              single_class(queue.class_count() == 1),
+              mark_depth(queue.config().mark_depth_packets),
               tx_burst(poll_mode ? burst : 0),
               tx_len(poll_mode ? burst : 0),
               tx_contrib(poll_mode ? burst : 0),
@@ -172,6 +174,8 @@ public:
         PortQueue queue;  // one aggregating queue, or one per cluster under DRR
         TokenBucket bucket;
         const bool bypass_ok;  // unshaped, poll mode, and a queue that takes any single frame when empty
+        const bool single_class;         // FIFO scheduling: one queue for every arrival
+        const std::uint32_t mark_depth;  // the queue's marking depth (0: off)
         // The transmit batch (poll mode). [0, n_pending) left the queue in an earlier round and were
         // refused by the NIC: they go first, in order. [n_pending, n_tx) bypassed the queue during
         // this round's RX: arrivals that could not merge, found the queue empty on an unshaped port
@@ -351,12 +355,19 @@ public:
             PacketMeta meta;
             classify(rx, m, in, meta, tally);
             learn_source(m, in, now);
-            if (meta.cls == PacketClass::Plain) {
+            // A GRADIENT of a cluster member takes the cursor too (see stages_gradient), with its
+            // policy verdict looked up here; any other verdict goes through route().
+            const bool gradient = meta.cls == PacketClass::Gradient;
+            std::uint32_t tolerance = 0;
+            if (meta.cls == PacketClass::Plain ||
+                (gradient && policy_cache_.check(meta.cluster_id, Io::data(m) + 6, meta.src_ip, tolerance) ==
+                                 MergeVerdict::Merge)) {
                 const MacKey dst = mac_key(Io::data(m));
                 std::uint16_t out = is_multicast(dst) ? kNoPort : fdb_.lookup(dst, now);
                 const bool flood = out == kNoPort;
                 if (flood) out = flood_to;
-                if (out != kNoPort && out != in) {
+                if (out != kNoPort && out != in &&
+                    (!gradient || stages_gradient(*ports_[out], ports_[out].get() == stage_port ? staged : ports_[out]->n_staged))) {
                     Port* port = ports_[out].get();
                     if (port != stage_port) {
                         if (stage_port != nullptr) write_back();
@@ -378,7 +389,11 @@ public:
                         drop_too_big(*port, m);
                         continue;
                     }
-                    if (n_tx < tx_open) {
+                    if (gradient) {
+                        // A GRADIENT never bypasses (it waits for a merge partner), and nothing
+                        // behind it may overtake it to the transmitter.
+                        tx_open = n_tx;
+                    } else if (n_tx < tx_open) {
                         tx[n_tx] = m;
                         tx_len[n_tx] = len;
                         tx_contrib[n_tx] = meta.contributions;
@@ -400,7 +415,15 @@ public:
                     a.l4_offset = meta.l4_offset;
                     a.shesha_offset = meta.shesha_offset;
                     a.contributions = meta.contributions;
-                    a.mergeable = false;
+                    a.mergeable = gradient && cfg_.aggregation;
+                    if (gradient) {
+                        a.cluster_id = meta.cluster_id;
+                        a.chunk_index = meta.chunk_index;
+                        a.elem_count = meta.elem_count;
+                        a.model_version = meta.model_version;
+                        a.dst_ip = meta.dst_ip;
+                        a.version_tolerance = tolerance;
+                    }
                     continue;
                 }
             }
@@ -414,6 +437,15 @@ public:
         if (flooded != 0) note_flooded(in, flooded);
         settle_rx(rx, in, n, tally);
         finish_forwarding(now);
+    }
+
+    // Whether a GRADIENT for `port` may be staged like any other arrival instead of enqueued at
+    // once (enqueue_gradient): when its port has one class (FIFO scheduling) and its enqueue cannot
+    // mark it, because even with every staged arrival ahead of it queued the depth it finds stays
+    // below the marking depth. Unmarked, its enqueue has no effect beyond its own packet (no
+    // FEEDBACK), so the queue sees the same enqueues, in the same order, either way.
+    [[gnu::always_inline]] inline bool stages_gradient(const Port& port, std::uint32_t staged) const noexcept {
+        return port.single_class && (port.mark_depth == 0 || port.queue.depth() + staged < port.mark_depth);
     }
 
     // Forwards packets classified elsewhere (an RX lcore's classify()); then finish_forwarding().
