@@ -586,11 +586,21 @@ SwitchTotals read_switch_stats(const fs::path& path) {
 
 enum class Program { TestpmdIo, TestpmdMac, Shesha, Ovs };
 
+// What a shesha-switch arm is configured to do with GRADIENTs: the three settings split its cost
+// into forwarding, Shesha's per-gradient work (decode, policy, the aggregating queue) and merging.
+enum class GradientHandling {
+    Merge,     // the switch as shipped: aggregation on
+    NoMerge,   // aggregation off: GRADIENTs are decoded and admitted, and queued as they are
+    PlainUdp,  // Shesha's UDP port set to another one: the same frames are plain UDP to the switch
+};
+
 struct Arm {
-    std::string id;     // stable id in the JSON: testpmd-io, testpmd-mac, ovs, shesha, testpmd-io-2c, shesha-2c
+    std::string id;     // stable id in the JSON: testpmd-io, testpmd-mac, ovs, shesha, testpmd-io-2c, shesha-2c,
+                        // shesha-nomerge, shesha-udp
     std::string label;  // printed
     Program program;
     int cores = 1;      // forwarding cores (CPUs that forward)
+    GradientHandling gradients = GradientHandling::Merge;
 };
 
 struct Workload {
@@ -636,7 +646,8 @@ std::vector<std::string> testpmd_argv(const ForwardOptions& fwd, const std::stri
     return argv;
 }
 
-std::string switch_config(const Workload& w, int lcores, const std::string& prefix, const fs::path& stats_json) {
+std::string switch_config(const Workload& w, int lcores, GradientHandling handling, const std::string& prefix,
+                          const fs::path& stats_json) {
     // 1 lcore: the main lcore forwards on CPU 1. 2 lcores: main (egress) on CPU 0, RX lcore on CPU 1.
     const std::string cpus = lcores == 1 ? std::to_string(kForwardCpu) : "0,1";
     std::string out = fmt::format(
@@ -648,12 +659,15 @@ std::string switch_config(const Workload& w, int lcores, const std::string& pref
         out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, w.vdevs[i],
                            w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
     }
-    out += "aggregation:\n  enabled: true\n  non_member: forward\n";
+    out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n",
+                       handling == GradientHandling::NoMerge ? "false" : "true");
     if (w.gradients) {
         out += "  clusters:\n    - {id: 1, members: [10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4]}\n";
     } else {
         out += "  clusters: []\n";
     }
+    // A port no frame of the benchmark uses: the frames are then UDP datagrams like any other.
+    if (handling == GradientHandling::PlainUdp) out += "protocol: {udp_port: 9}\n";
     out += fmt::format("stats: {{interval_s: 0, json: \"{}\"}}\ntelemetry: true\n", stats_json.string());
     return out;
 }
@@ -765,7 +779,7 @@ Rates run_arm(const ForwardOptions& fwd, const fs::path& dir, const std::string&
         return measure_process(testpmd_argv(fwd, prefix, w, arm), prefix, static_cast<int>(w.vdevs.size()), secs, log);
     case Program::Shesha: {
         const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
-        write_text(yaml, switch_config(w, arm.cores, prefix, stats));
+        write_text(yaml, switch_config(w, arm.cores, arm.gradients, prefix, stats));
         std::error_code ec;
         fs::remove(stats, ec);
         Rates r = measure_process({fwd.switch_binary, "-c", yaml.string()}, prefix, static_cast<int>(w.vdevs.size()),
@@ -855,8 +869,10 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
         if (w.gradients) {
             row.push_back(rx.median * w.frame_bytes * 8 / 1e3);
             row.push_back(rx.median * w.payload_bytes * 8 / 1e3);
-            if (arm.program == Program::Shesha && a.totals.ok) {
+            if (arm.program == Program::Shesha && a.totals.ok && a.totals.mergeable != 0) {
                 row.push_back(merged_fraction(a));
+            } else if (arm.program == Program::Shesha && a.totals.ok) {
+                row.push_back(Cell{"none mergeable"});
             } else {
                 row.push_back(arm.program == Program::Shesha ? Cell{"-"} : Cell{0.0});
             }
@@ -1047,6 +1063,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     const Arm sw{"shesha", "shesha-switch", Program::Shesha, 1};
     const Arm tp_io2{"testpmd-io-2c", "dpdk-testpmd io, 2 cores", Program::TestpmdIo, 2};
     const Arm sw2{"shesha-2c", "shesha-switch, 2 lcores", Program::Shesha, 2};
+    const Arm sw_nomerge{"shesha-nomerge", "shesha-switch, aggregation off", Program::Shesha, 1,
+                         GradientHandling::NoMerge};
+    const Arm sw_udp{"shesha-udp", "shesha-switch, frames as plain UDP", Program::Shesha, 1,
+                     GradientHandling::PlainUdp};
 
     std::vector<Workload> workloads;
     {
@@ -1098,7 +1118,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         if (elems == 256) {
             w.title = fmt::format("{} B GRADIENT frames (256 fp32), 2 net_pcap replay ports, half mergeable",
                                   f0.front().size());
-            w.arms = {tp_io, tp_mac, ovs, sw};
+            w.arms = {tp_io, tp_mac, ovs, sw, sw_nomerge, sw_udp};
+            w.notes.push_back("where shesha's time goes: 'frames as plain UDP' is its L2 forwarding of the same "
+                              "frames (Shesha's UDP port moved), 'aggregation off' adds decoding, cluster policy and "
+                              "the aggregating queue per GRADIENT, 'shesha-switch' adds merging");
         } else {
             w.mtu = kJumboMtu;
             w.title = fmt::format("{} B GRADIENT frames (2048 fp32, 8 KB), 2 net_pcap replay ports, mtu {}, half "
