@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <vector>
 
@@ -149,5 +150,131 @@ TEST_CASE("DRR: front_len commits the choice that dequeue takes (the shaper's co
         Departure d;
         REQUIRE(q.dequeue(0, d));
         CHECK(d.frame_len == len);
+    }
+}
+
+// Bounded-lag round robin (fair_lag > 0, docs/queue.md): one packet per class per turn while no
+// class is more than fair_lag contributions (per unit of weight) ahead of the least-served
+// backlogged one.
+namespace {
+
+Arrival tagged(Packets& p, std::uint16_t cluster, std::uint16_t contributions) {
+    Arrival a = p.make(cluster, contributions);
+    *reinterpret_cast<std::uint16_t*>(a.frame) = cluster;
+    return a;
+}
+
+std::uint16_t next_cluster(PortQueue& q, std::uint16_t* contributions = nullptr) {
+    Departure d;
+    REQUIRE(q.dequeue(0, d));
+    if (contributions) *contributions = d.contributions;
+    return *static_cast<std::uint16_t*>(d.handle);
+}
+
+}  // namespace
+
+TEST_CASE("Bounded lag: a merged head leaves at its turn; shares stay within the lag plus one packet", "[port_queue]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(), Scheduling::Drr, classes, 1, 8);
+    CHECK(q.fair_lag() == 8);
+    Packets p;
+    // The DRR test's workload: cluster 1 sends 80 single updates, cluster 2 20 packets of 4.
+    for (int i = 0; i < 80; ++i) REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
+    for (int i = 0; i < 20; ++i) REQUIRE(q.enqueue(tagged(p, 2, 4), 0).status == EnqueueStatus::Queued);
+    // One packet each per turn (DRR would hold the 4-update head for 4 turns) until cluster 2 is 8
+    // contributions ahead; then cluster 2 waits until it is back within the lag.
+    std::vector<std::uint16_t> order;
+    std::int64_t served1 = 0, served2 = 0, widest = 0;
+    for (int i = 0; i < 25; ++i) {
+        std::uint16_t k = 0;
+        order.push_back(next_cluster(q, &k));
+        (order.back() == 1 ? served1 : served2) += k;
+        widest = std::max(widest, std::abs(served1 - served2));
+    }
+    CHECK(order == std::vector<std::uint16_t>{1, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1});
+    CHECK(served1 == 18);
+    CHECK(served2 == 28);
+    CHECK(widest == 12);  // fair_lag 8 plus one packet's 4 contributions
+    CHECK(q.class_served(q.class_of(1)) == 18);
+    CHECK(q.class_served(q.class_of(2)) == 28);
+    CHECK(q.class_service(q.class_of(1)) == 18 * PortQueue::kServiceScale);
+    CHECK(q.class_service(q.class_of(2)) == 28 * PortQueue::kServiceScale);
+    // Both backlogged to the end: 80 and 80, never more than 12 apart.
+    while (q.depth() != 0) {
+        std::uint16_t k = 0;
+        (next_cluster(q, &k) == 1 ? served1 : served2) += k;
+        if (q.class_queue(q.class_of(1)).depth() != 0 && q.class_queue(q.class_of(2)).depth() != 0)
+            CHECK(std::abs(served1 - served2) <= 12);
+    }
+    CHECK(served1 == 80);
+    CHECK(served2 == 80);
+}
+
+TEST_CASE("Bounded lag: 2:1 weights, per unit of weight", "[port_queue]") {
+    const std::vector<SchedulingClass> classes{{1, 2}, {2, 1}};
+    PortQueue q(config(), Scheduling::Drr, classes, 1, 4);
+    Packets p;
+    for (int i = 0; i < 60; ++i) {
+        REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
+        REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
+    }
+    // Alternate until the weight-1 cluster is 4 contributions per weight ahead (10 vs 20/2), then
+    // two of cluster 1 per one of cluster 2.
+    const auto served = serve(q, 36, 2);
+    CHECK(served[1] == 21);
+    CHECK(served[2] == 15);
+    CHECK(q.class_service(q.class_of(1)) == 21 * (PortQueue::kServiceScale / 2));
+    CHECK(q.class_service(q.class_of(2)) == 15 * PortQueue::kServiceScale);
+    std::uint64_t total1 = served[1], total2 = served[2];
+    for (int i = 0; i < 30; ++i) {
+        const std::uint16_t c = next_cluster(q);
+        (c == 1 ? total1 : total2) += 1;
+    }
+    CHECK(total1 == 41);  // 2:1 from here on: 20 and 10 more
+    CHECK(total2 == 25);
+}
+
+TEST_CASE("Bounded lag: a class that becomes backlogged banks nothing from its idle time", "[port_queue]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(), Scheduling::Drr, classes, 1, 2);
+    Packets p;
+    for (int i = 0; i < 60; ++i) REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
+    for (int i = 0; i < 50; ++i) CHECK(next_cluster(q) == 1);
+    CHECK(q.class_service(q.class_of(2)) == 0);
+    // Cluster 2 arrives: it starts level with cluster 1, not 50 contributions behind it.
+    for (int i = 0; i < 20; ++i) REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
+    CHECK(q.class_service(q.class_of(2)) == 50 * PortQueue::kServiceScale);
+    std::vector<std::uint16_t> order;
+    for (int i = 0; i < 10; ++i) order.push_back(next_cluster(q));
+    CHECK(order == std::vector<std::uint16_t>{2, 1, 2, 1, 2, 1, 2, 1, 2, 1});
+    CHECK(q.class_queue(q.class_of(2)).depth() == 15);
+}
+
+TEST_CASE("Bounded lag: front_len commits the choice; FIFO ignores fair_lag; random workloads keep the bound",
+          "[port_queue]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}, {3, 1}};
+    CHECK(PortQueue(config(), Scheduling::Fifo, classes, 1, 8).fair_lag() == 0);
+    CHECK(PortQueue(config(), Scheduling::Drr, classes).fair_lag() == 0);  // DRR is the default
+    PortQueue q(config(1024), Scheduling::Drr, classes, 1, 6);
+    Packets p;
+    std::uint32_t rng = 12345;
+    auto next = [&] {
+        rng = rng * 1103515245u + 12345u;
+        return (rng >> 16) & 0x7FFF;
+    };
+    std::int64_t served[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 300; ++i)
+        for (std::uint16_t c = 1; c <= 3; ++c)
+            REQUIRE(q.enqueue(tagged(p, c, static_cast<std::uint16_t>(1 + next() % 9)), 0).status == EnqueueStatus::Queued);
+    for (int i = 0; i < 600; ++i) {
+        const std::uint32_t len = q.front_len();
+        REQUIRE(len == q.front_len());
+        Departure d;
+        REQUIRE(q.dequeue(0, d));
+        CHECK(d.frame_len == len);
+        served[*static_cast<std::uint16_t*>(d.handle)] += d.contributions;
+        // Every class is still backlogged (300 packets each, 600 departures in all).
+        for (int a = 1; a <= 3; ++a)
+            for (int b = 1; b <= 3; ++b) CHECK(served[a] - served[b] <= 6 + 9);  // fair_lag plus one packet
     }
 }

@@ -205,6 +205,11 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("transport: {merge_aware: true, merge_floor: 100}\n"), Catch::Contains("transport.merge_floor must be"));
     CHECK_THAT(error_of("transport: {merge_floor: -1}\n"), Catch::Contains("'transport.merge_floor'"));
     CHECK(load_scenario("transport: {merge_aware: true, merge_floor: 32}\n", "f.yaml").merge_floor == 32);
+    CHECK_THAT(error_of("queue: {fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {fair: true, fair_lag: 70000}\n"), Catch::Contains("'queue.fair_lag'"));
+    CHECK_THAT(error_of("queue: {fair: true, fair_lag: -1}\n"), Catch::Contains("'queue.fair_lag'"));
+    CHECK(load_scenario("queue: {fair: true, fair_lag: 32}\n", "f.yaml").fair_lag == 32);
+    CHECK(load_scenario("", "f.yaml").fair_lag == 0);
     const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
     CHECK(s.clusters == 5);
     CHECK_FALSE(s.aggregation);

@@ -366,6 +366,9 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
          {"aggregation.scheduling:", "wfq"}},
         {"port scheduling not fifo or drr", "ports:\n  - {name: a, device: net_null0, queue: {scheduling: sp}}\n  - {name: b, device: net_null1}\n",
          {"ports[0].queue.scheduling:", "sp"}},
+        {"fair_lag out of range", kTwoPorts + "aggregation: {scheduling: drr, fair_lag: 70000}\n",
+         {"aggregation.fair_lag: expected an integer in 0..65535, got 70000"}},
+        {"fair_lag not a number", kTwoPorts + "aggregation: {fair_lag: some}\n", {"aggregation.fair_lag:"}},
         {"cluster weight zero", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, weight: 0, members: [10.0.0.1]}\n",
          {"aggregation.clusters[0].weight: expected an integer in 1..1000, got 0"}},
         {"mtu above jumbo", "ports:\n  - {name: a, device: net_null0, mtu: 9001}\n  - {name: b, device: net_null1}\n",
@@ -426,6 +429,12 @@ TEST_CASE("fair scheduling keys: aggregation.scheduling, clusters[].weight, a po
     CHECK(!cfg.ports[1].scheduling.has_value());
     CHECK(parse_switch_config(to_yaml(cfg), "round-trip") == cfg);
     CHECK(parse_switch_config(kTwoPorts, "default.yaml").scheduling == Scheduling::Fifo);
+    // aggregation.fair_lag: 0 (deficit round robin) unless set; round trip.
+    CHECK(cfg.fair_lag == 0);
+    CHECK(parse_switch_config(kTwoPorts, "default.yaml").fair_lag == 0);
+    const SwitchConfig lag = parse_switch_config(kTwoPorts + "aggregation: {scheduling: drr, fair_lag: 32}\n", "lag.yaml");
+    CHECK(lag.fair_lag == 32);
+    CHECK(parse_switch_config(to_yaml(lag), "round-trip") == lag);
 }
 
 TEST_CASE("load_switch_config: missing file and file errors name the path") {

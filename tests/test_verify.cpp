@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -434,6 +436,23 @@ TEST_CASE("verify YAML: per-cluster switch rules and window caps") {
     CHECK(error_of("transport: {w_max_by_cluster: 3}").find("expected a list") != std::string::npos);
     CHECK(error_of("model: {exact_window: maybe}").find("model.exact_window") != std::string::npos);
     CHECK(error_of("transport: {w_max: 4, w_max_by_cluster: [4, 1]}\nmodel: {exact_window: true}").empty());
+}
+
+TEST_CASE("verify YAML: bounded-lag fair queues (aggregation.fair_lag) are refused, naming the key") {
+    // The model schedules fair queues by deficit round robin; fair_lag > 0 is another rule.
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("shesha-verify-lag-{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string ports = "ports:\n  - {name: egress, device: net_null0, queue: {packets: 4}}\n";
+    std::ofstream(dir / "lag.yaml") << ports << "aggregation: {scheduling: drr, fair_lag: 32}\n";
+    std::ofstream(dir / "drr.yaml") << ports << "aggregation: {scheduling: drr, fair_lag: 0}\n";
+    std::ofstream(dir / "fifo-lag.yaml") << ports << "aggregation: {scheduling: fifo, fair_lag: 32}\n";
+    const std::string lag = config_error("switch_config: lag.yaml\n", dir.string());
+    CHECK(lag.find("aggregation.fair_lag is 32") != std::string::npos);
+    CHECK(lag.find("not modelled") != std::string::npos);
+    CHECK(config_error("switch_config: drr.yaml\n", dir.string()).empty());
+    CHECK(parse_verify_config("switch_config: drr.yaml\n", "t.yaml", dir.string()).model.fair_scheduling);
+    CHECK(config_error("switch_config: fifo-lag.yaml\n", dir.string()).empty());  // no fair queues: no effect
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {

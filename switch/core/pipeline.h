@@ -151,7 +151,8 @@ public:
         Port(const SwitchConfig& cfg, const PortConfig& pc, std::uint64_t hz, std::uint32_t burst, bool poll_mode)
             : name(pc.name),
               max_frame(pc.mtu + kFrameOverhead),
-              queue(queue_config_from(cfg, pc, hz), pc.scheduling.value_or(cfg.scheduling), scheduling_classes_from(cfg)),
+              queue(queue_config_from(cfg, pc, hz), pc.scheduling.value_or(cfg.scheduling), scheduling_classes_from(cfg), 1,
+                    cfg.fair_lag),
               bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz),
               // A queue with a byte limit below the largest single-segment frame could tail-drop a
               // frame that finds it empty; such a port never bypasses, so bypassing never changes

@@ -14,8 +14,8 @@ constexpr std::uint32_t kQuantumPerWeight = 1;
 }  // namespace
 
 PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
-                     std::uint32_t default_weight)
-    : scheduling_(scheduling) {
+                     std::uint32_t default_weight, std::uint32_t fair_lag)
+    : scheduling_(scheduling), fair_lag_(scheduling == Scheduling::Drr ? fair_lag : 0) {
     queues_.push_back(std::make_unique<AggregatingQueue>(cfg));
     clusters_.push_back(0);
     quantum_.push_back(std::max<std::uint32_t>(default_weight, 1) * kQuantumPerWeight);
@@ -32,6 +32,8 @@ PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<co
     }
     deficit_.assign(queues_.size(), 0);
     served_.assign(queues_.size(), 0);
+    service_.assign(queues_.size(), 0);
+    for (const std::uint32_t q : quantum_) unit_cost_.push_back(std::max<std::int64_t>(kServiceScale / (q / kQuantumPerWeight), 1));
 }
 
 PortQueue::~PortQueue() = default;
@@ -46,12 +48,34 @@ std::size_t PortQueue::class_of(std::uint16_t cluster_id) const noexcept {
 EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
     // Only a GRADIENT (it carries contributions) belongs to its cluster's class.
     const std::size_t c = a.contributions != 0 ? class_of(a.cluster_id) : 0;
-    return queues_[c]->enqueue(a, now);
+    if (fair_lag_ == 0) return queues_[c]->enqueue(a, now);
+    const bool was_idle = queues_[c]->depth() == 0;
+    const EnqueueResult r = queues_[c]->enqueue(a, now);
+    if (was_idle && queues_[c]->depth() != 0) join(c);
+    return r;
 }
 
 std::uint32_t PortQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
                                        EnqueueResult* results) noexcept {
-    return queues_[0]->enqueue_burst(arrivals, n, now, results);
+    const bool was_idle = fair_lag_ != 0 && queues_[0]->depth() == 0;
+    const std::uint32_t r = queues_[0]->enqueue_burst(arrivals, n, now, results);
+    if (was_idle && queues_[0]->depth() != 0) join(0);
+    return r;
+}
+
+// Bounded-lag round robin: a class that becomes backlogged starts no lower than the least-served
+// backlogged class, so service it did not use while idle is not banked (as DRR forfeits an emptied
+// class's deficit).
+void PortQueue::join(std::size_t c) noexcept {
+    const std::int64_t least = least_service(c);
+    if (least != INT64_MAX && service_[c] < least) service_[c] = least;
+}
+
+std::int64_t PortQueue::least_service(std::size_t except) const noexcept {
+    std::int64_t least = INT64_MAX;
+    for (std::size_t i = 0; i < queues_.size(); ++i)
+        if (i != except && queues_[i]->depth() != 0) least = std::min(least, service_[i]);
+    return least;
 }
 
 std::uint32_t PortQueue::depth() const noexcept {
@@ -103,6 +127,7 @@ QueueStats PortQueue::stats() const noexcept {
 std::size_t PortQueue::pick() noexcept {
     if (picked_ != SIZE_MAX) return picked_;
     if (depth() == 0) return SIZE_MAX;
+    if (fair_lag_ != 0) return pick_bounded_lag();
     const std::size_t n = queues_.size();
     for (;;) {
         AggregatingQueue& q = *queues_[current_];
@@ -126,6 +151,29 @@ std::size_t PortQueue::pick() noexcept {
     }
 }
 
+// Bounded-lag round robin: from the class whose turn it is, the first backlogged class whose
+// service is within fair_lag contributions (per unit of weight) of the least-served backlogged
+// class sends one packet. The least-served class always qualifies, so some class is always picked.
+std::size_t PortQueue::pick_bounded_lag() noexcept {
+    const std::size_t n = queues_.size();
+    std::int64_t least = least_service(SIZE_MAX);
+    // Keep the scaled services far from overflow: every comparison is relative to the least
+    // backlogged one, so shifting them all down changes no decision.
+    if (least > (std::int64_t{1} << 60)) {
+        for (std::size_t i = 0; i < n; ++i) service_[i] = std::max<std::int64_t>(service_[i] - least, 0);
+        least = 0;
+    }
+    const std::int64_t bound = least + std::int64_t{fair_lag_} * kServiceScale;
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t i = (current_ + k) % n;
+        if (queues_[i]->depth() != 0 && service_[i] <= bound) {
+            picked_ = i;
+            return picked_;
+        }
+    }
+    return SIZE_MAX;  // unreachable: the least-served backlogged class qualifies
+}
+
 std::uint32_t PortQueue::front_len() noexcept {
     if (queues_.size() == 1) return queues_[0]->front_len();
     const std::size_t c = pick();
@@ -139,6 +187,12 @@ bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
     picked_ = SIZE_MAX;
     if (!queues_[c]->dequeue(now, out)) return false;
     const std::int64_t cost = std::max<std::uint16_t>(out.contributions, 1);
+    if (fair_lag_ != 0) {
+        service_[c] += cost * unit_cost_[c];
+        served_[c] += static_cast<std::uint64_t>(cost);
+        current_ = (c + 1) % queues_.size();  // the next class's turn: one packet per turn
+        return true;
+    }
     deficit_[c] -= cost;
     served_[c] += static_cast<std::uint64_t>(cost);
     if (queues_[c]->depth() == 0) {

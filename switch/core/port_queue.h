@@ -5,6 +5,14 @@
 // history: a cluster cut early by marks cannot be crowded out by one that kept a big window, and a
 // cluster whose packets merged pays one unit per contribution, not per packet (docs/queue.md).
 //
+// With fair_lag L > 0 (off by default) the classes take turns one packet at a time instead
+// (bounded-lag round robin): the next backlogged class in turn sends its head unless its
+// contributions served per unit of weight already exceed the least-served backlogged class's by
+// more than L, and a class that becomes backlogged starts no lower than the least-served
+// backlogged class. Shares stay fair in contributions within L plus one packet's contributions,
+// and a head that merged k contributions leaves at its turn instead of waiting for k quanta while
+// the other classes send single updates (docs/queue.md, "Bounded lag").
+//
 // The class queues are real AggregatingQueues: merging happens inside a class (merges never cross
 // clusters anyway), and each class has the port's capacity and marking depth, so one cluster's
 // backlog neither fills the others' buffer nor marks their arrivals. Single-threaded, no
@@ -32,8 +40,9 @@ class PortQueue {
 public:
     // classes: the clusters with their own queue under DRR (ignored under FIFO). Everything else
     // (other traffic, unknown clusters) shares the default class, weight default_weight.
+    // fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin (DRR only).
     PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
-              std::uint32_t default_weight = 1);
+              std::uint32_t default_weight = 1, std::uint32_t fair_lag = 0);
     ~PortQueue();
     PortQueue(const PortQueue&) = delete;
     PortQueue& operator=(const PortQueue&) = delete;
@@ -69,9 +78,17 @@ public:
     std::uint16_t class_cluster(std::size_t c) const noexcept { return clusters_[c]; }
     // Contributions (plus one per non-gradient packet) sent from each class: what DRR shares out.
     std::uint64_t class_served(std::size_t c) const noexcept { return served_[c]; }
+    std::uint32_t fair_lag() const noexcept { return fair_lag_; }
+    // Bounded-lag round robin: a class's service in contributions per unit of weight, scaled by
+    // kServiceScale (exact for weights 1..16), as the rule compares it (0 under DRR).
+    static constexpr std::int64_t kServiceScale = 720720;  // lcm(1..16)
+    std::int64_t class_service(std::size_t c) const noexcept { return service_[c]; }
 
 private:
     std::size_t pick() noexcept;  // DRR: the class whose head goes next; SIZE_MAX if all are empty
+    std::size_t pick_bounded_lag() noexcept;
+    void join(std::size_t c) noexcept;  // bounded lag: class c has just become backlogged
+    std::int64_t least_service(std::size_t except) const noexcept;  // over backlogged classes; INT64_MAX if none
 
     Scheduling scheduling_;
     std::vector<std::unique_ptr<AggregatingQueue>> queues_;  // [0] the default class
@@ -79,6 +96,9 @@ private:
     std::vector<std::uint32_t> quantum_;                     // contributions added per round
     std::vector<std::int64_t> deficit_;
     std::vector<std::uint64_t> served_;
+    std::vector<std::int64_t> service_;    // bounded-lag round robin: served per weight, scaled
+    std::vector<std::int64_t> unit_cost_;  // kServiceScale / weight (rounded down past weight 16)
+    std::uint32_t fair_lag_ = 0;
     std::vector<std::pair<std::uint16_t, std::uint8_t>> class_by_cluster_;  // sorted by cluster (DRR)
     std::size_t current_ = 0;        // DRR: the class whose turn it is
     bool turn_started_ = false;      // its quantum was added for this turn

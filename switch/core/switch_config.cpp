@@ -338,10 +338,11 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     }
 
     if (auto x = top.get("aggregation")) {
-        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "clusters"});
+        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "clusters"});
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
         if (auto y = agg.get("scheduling"))
             cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
+        if (auto y = agg.get("fair_lag")) cfg.fair_lag = static_cast<std::uint32_t>(r.uint(*y, 0, 65535));
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
         if (auto y = agg.get("clusters")) {
@@ -555,6 +556,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
     out << YAML::Key << "non_member" << YAML::Value
         << (cfg.non_member == NonMemberAction::ForwardUnmerged ? "forward" : "drop");
     out << YAML::Key << "scheduling" << YAML::Value << (cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
+    out << YAML::Key << "fair_lag" << YAML::Value << cfg.fair_lag;
     out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq;
     for (const ClusterConfig& c : cfg.clusters) {
         out << YAML::BeginMap;

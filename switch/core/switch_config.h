@@ -100,6 +100,10 @@ struct SwitchConfig {
     // fifo: one aggregating queue per port. drr: one per configured cluster plus one for the rest,
     // deficit round robin weighted by contributions (clusters[].weight): fair shares of updates.
     Scheduling scheduling = Scheduling::Fifo;
+    // aggregation.fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin
+    // under drr: one packet per class per turn, no class more than L contributions (per unit of
+    // weight) ahead of the least-served backlogged one (docs/queue.md). 0..65535.
+    std::uint32_t fair_lag = 0;
     std::vector<ClusterConfig> clusters;
 
     bool feedback = false;               // send FEEDBACK to senders of marked packets

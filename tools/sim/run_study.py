@@ -37,6 +37,21 @@ ARMS = {
     "shesha-ma": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                   "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                   "transport.merge_floor=32"],
+    # Full Shesha with bounded-lag fair queues (issue 11 item 3, docs/queue.md): one packet per
+    # cluster per turn, shares within 32 contributions, so a merged head is not held for k quanta;
+    # senders start at the merge floor (w_init 32) instead of below it.
+    "shesha-lag": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32", "transport.window_control=true",
+                   "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
+                   "transport.merge_floor=32", "transport.w_init=32"],
+    # Its two parts alone (ablation): the start at the floor, and the bounded-lag queues.
+    "shesha-ma-wi32": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
+                       "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
+                       "transport.merge_floor=32", "transport.w_init=32"],
+    "shesha-ma-lag": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32", "transport.window_control=true",
+                      "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
+                      "transport.merge_floor=32"],
+    "merge+lag": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32", "transport.window_control=false",
+                  "transport.switch_feedback=false"],
     # The same sending control on FIFO (not per-cluster fair) switch ports.
     "shesha-ma-fifo": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=true",
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",

@@ -81,6 +81,10 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         m.aggregation = sw.aggregation;
         m.feedback = sw.feedback;
         m.fair_scheduling = port->scheduling.value_or(sw.scheduling) == core::Scheduling::Drr;
+        if (m.fair_scheduling && sw.fair_lag != 0)
+            r.fail(*switch_config, fmt::format("aggregation.fair_lag is {}: the model schedules the fair queues by "
+                                               "deficit round robin (fair_lag 0); bounded-lag round robin is not "
+                                               "modelled", sw.fair_lag));
         if (m.fair_scheduling)
             for (std::size_t i = 0; i < sw.clusters.size(); ++i)
                 if (sw.clusters[i].weight != 1)
