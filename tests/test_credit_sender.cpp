@@ -704,14 +704,19 @@ TEST_CASE("below one chunk the sender paces: one chunk, then (1/W - 1) round tri
     CHECK(send_burst(s, 2500) == 1);
 }
 
+// A sender with window 8 (at most 16), merge-aware or not, that has sent 8 chunks.
+SenderConfig merge_aware_config(bool aware) {
+    SenderConfig c = small_config();
+    c.w_init = 8;
+    c.w_max = 16;
+    c.merge_aware = aware;
+    return c;
+}
+
 TEST_CASE("a FEEDBACK cut shrinks with the merge fraction the switch reports (merge-aware)") {
     CHECK(!SenderConfig{}.merge_aware);  // off unless asked for
     for (bool aware : {true, false}) {
-        SenderConfig c = small_config();
-        c.w_init = 8;
-        c.w_max = 16;
-        c.merge_aware = aware;
-        CreditSender s(c);
+        CreditSender s(merge_aware_config(aware));
         offer_ones(s);
         CHECK(send_burst(s) == 8);
         proto::FeedbackBody fb;
@@ -726,11 +731,7 @@ TEST_CASE("a FEEDBACK cut shrinks with the merge fraction the switch reports (me
 
 TEST_CASE("merge-aware: echoed marks cut less when the switch reports its queue merging") {
     for (bool aware : {true, false}) {
-        SenderConfig c = small_config();
-        c.w_init = 8;
-        c.w_max = 16;
-        c.merge_aware = aware;
-        CreditSender s(c);
+        CreditSender s(merge_aware_config(aware));
         offer_ones(s);
         CHECK(send_burst(s) == 8);
         proto::FeedbackBody fb;
