@@ -43,6 +43,14 @@ ARMS = {
     "shesha-lag": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32", "transport.window_control=true",
                    "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                    "transport.merge_floor=32", "transport.w_init=32"],
+    # Version tolerance 4 at every switch (merges chunks up to 4 model versions apart), for merging
+    # alone and for full Shesha alike: fewer distinct packets per chunk while versions are in flight.
+    "merge-tol4": ["queue.aggregation=true", "transport.window_control=false", "transport.switch_feedback=false",
+                   "queue.version_tolerance=4"],
+    "shesha-lag-tol4": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32",
+                        "transport.window_control=true", "transport.switch_feedback=true", "transport.w_min=0.0625",
+                        "transport.merge_aware=true", "transport.merge_floor=32", "transport.w_init=32",
+                        "queue.version_tolerance=4"],
     # Its two parts alone (ablation): the start at the floor, and the bounded-lag queues.
     "shesha-ma-wi32": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
@@ -95,6 +103,9 @@ def main(argv):
                 print(f"unknown arm(s) {unknown}; known: {list(ARMS)}", file=sys.stderr)
                 return 2
             arms = {n: ARMS[n] for n in names}
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return 0
         elif a == "--seeds":
             seeds = [int(x) for x in next(it).split(",")]
         else:
