@@ -55,12 +55,10 @@ struct MergeInfo {
     std::uint16_t elem_count;
 };
 
-// A slot is in use only while its generation is the index's: bumping the index's generation
-// empties the whole index at once (a queue drained to empty has an empty index).
 struct IndexSlot {
     std::uint64_t key = 0;
     std::uint64_t seq = 0;
-    std::uint32_t generation = 0;  // never the index's (it starts at 1)
+    bool used = false;
 };
 
 constexpr std::uint64_t make_key(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t version) noexcept {
@@ -87,7 +85,6 @@ struct AggregatingQueue::Impl {
     std::uint64_t tail = 0;  // seq the next queued packet gets
     std::uint64_t bytes = 0;
     std::vector<IndexSlot> index;
-    std::uint32_t index_generation = 1;
     std::uint64_t index_mask;
     int index_shift;  // 64 - log2(index size), for Fibonacci hashing
     QueueStats stats;
@@ -114,21 +111,11 @@ struct AggregatingQueue::Impl {
         return (key * 0x9E3779B97F4A7C15ull) >> index_shift;
     }
 
-    bool live(const IndexSlot& s) const noexcept { return s.generation == index_generation; }
-
-    // Empties the index in O(1); a full sweep only when the generation counter wraps.
-    void index_clear() noexcept {
-        if (++index_generation == 0) {
-            std::fill(index.begin(), index.end(), IndexSlot{});
-            index_generation = 1;
-        }
-    }
-
     // Slot holding key, or index.size() if absent.
     std::size_t index_find(std::uint64_t key) const noexcept {
         for (std::uint64_t i = home(key);; i = (i + 1) & index_mask) {
             const IndexSlot& s = index[i];
-            if (!live(s)) return index.size();
+            if (!s.used) return index.size();
             if (s.key == key) return i;
         }
     }
@@ -138,21 +125,21 @@ struct AggregatingQueue::Impl {
         std::uint64_t i = home(key);
         for (;; i = (i + 1) & index_mask) {
             IndexSlot& s = index[i];
-            if (!live(s)) break;
+            if (!s.used) break;
             if (s.key == key) {
                 if (s.seq >= head && s.seq < tail) at(s.seq).flags &= static_cast<std::uint8_t>(~kIndexed);
                 s.seq = seq;
                 return;
             }
         }
-        index[i] = IndexSlot{key, seq, index_generation};
+        index[i] = IndexSlot{key, seq, true};
     }
 
     void index_erase_slot(std::uint64_t slot) noexcept {
         std::uint64_t hole = slot;
         for (std::uint64_t j = (hole + 1) & index_mask;; j = (j + 1) & index_mask) {
             IndexSlot& s = index[j];
-            if (!live(s)) break;
+            if (!s.used) break;
             // s may fill the hole only if the hole lies cyclically in [home(s), j).
             if (((j - home(s.key)) & index_mask) >= ((j - hole) & index_mask)) {
                 index[hole] = s;
@@ -401,9 +388,6 @@ struct AggregatingQueue::Impl {
     template <typename Emit>
     std::uint32_t dequeue_burst(std::uint64_t now, std::uint32_t max, Emit&& emit) noexcept {
         const std::uint32_t n = std::min<std::uint32_t>(max, depth());
-        // A burst that takes every waiting packet empties the index in one step instead of
-        // erasing its packets' keys one by one.
-        const bool drains = n == depth();
         std::uint64_t out_bytes = 0;
         std::uint64_t sojourn_sum = 0;
         std::uint64_t sojourn_max = stats.sojourn_max_ticks;
@@ -413,7 +397,7 @@ struct AggregatingQueue::Impl {
             Slot& e = at(seq);
             if (e.flags & kIndexed) [[unlikely]] {
                 // Leaves the index before it is handed out: nothing merges into it any more.
-                if (!drains) index_erase(key_of(seq), seq);
+                index_erase(key_of(seq), seq);
                 e.flags &= static_cast<std::uint8_t>(~kIndexed);
             }
             const std::uint64_t sojourn = now > e.enqueued_at ? now - e.enqueued_at : 0;
@@ -424,7 +408,6 @@ struct AggregatingQueue::Impl {
             sojourn_max = std::max(sojourn_max, sojourn);
         }
         head += n;
-        if (drains && n != 0) index_clear();
         // An empty queue has an empty index (every indexed packet leaves it on dequeue), so the
         // sequence numbers can start again at 0: a queue that keeps draining then reuses its first
         // few slots, which stay in L1, instead of sweeping the whole ring through the cache.
