@@ -90,7 +90,7 @@ void read_optimizer(const Reader& r, const Value& v, rl::OptimizerConfig& o) {
 
 void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     const MapView map = r.map(v, {"chunk_elems", "w_init", "w_min", "w_max", "additive_increase", "gain",
-                                  "alpha_init", "credit_timeout_ms", "merge_version_gap"});
+                                  "alpha_init", "credit_timeout_ms", "merge_version_gap", "merge_aware", "merge_floor"});
     if (auto x = map.get("chunk_elems")) t.chunk_elems = static_cast<std::uint32_t>(r.uint(*x, 1, proto::kMaxElements));
     if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0, 65535.0);
     if (auto x = map.get("w_max")) t.w_max = r.number(*x, 1.0, 65535.0);
@@ -114,6 +114,14 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     if (auto x = map.get("alpha_init")) t.alpha_init = r.number(*x, 0.0, 1.0);
     if (auto x = map.get("credit_timeout_ms")) t.credit_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("merge_version_gap")) t.merge_version_gap = static_cast<std::uint32_t>(r.uint(*x, 0, UINT32_MAX));
+    if (auto x = map.get("merge_aware")) t.merge_aware = r.boolean(*x);
+    if (auto x = map.get("merge_floor")) {
+        t.merge_floor = r.number(*x, 0.0, 65535.0);
+        if (t.merge_floor != 0 && !t.merge_aware) r.fail(*x, "merge_floor needs transport.merge_aware: true");
+        if (t.merge_floor != 0 && (t.merge_floor < t.w_min || t.merge_floor > t.w_max))
+            r.fail(*x, fmt::format("expected 0 (off) or a merge_floor in [w_min, w_max] = [{}, {}], got {}", t.w_min,
+                                   t.w_max, t.merge_floor));
+    }
 }
 
 void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
@@ -227,6 +235,8 @@ transport::SenderConfig sender_config(const ClusterConfig& c, std::uint16_t clus
     s.alpha_init = c.transport.alpha_init;
     s.credit_timeout_ns = std::uint64_t{c.transport.credit_timeout_ms} * 1'000'000;
     s.merge_version_gap = c.transport.merge_version_gap;
+    s.merge_aware = c.transport.merge_aware;
+    s.merge_floor = c.transport.merge_floor;
     return s;
 }
 

@@ -38,6 +38,8 @@ struct TransportConfig {
     double alpha_init = 1.0;
     std::uint32_t credit_timeout_ms = 200;  // 0: no credit timeout
     std::uint32_t merge_version_gap = UINT32_MAX;
+    bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
+    double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)
 };
 
 // How the learner applies a merged chunk of k contributions (the switch delivers their sum).

@@ -143,6 +143,22 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(sc.cluster_id == 3);
     CHECK(sc.worker_id == 9);
     CHECK(sc.credit_timeout_ns == 200'000'000);
+    CHECK(!sc.merge_aware);
+    CHECK(sc.merge_floor == 0);
+    const transport::SenderConfig aware = drl::sender_config(
+        drl::parse_cluster_config("env: CartPole-v1\ntransport: {merge_aware: true, merge_floor: 8}\n", "m.yaml"), 1, 1, 100);
+    CHECK(aware.merge_aware);
+    CHECK(aware.merge_floor == 8);
+    CHECK(transport::validate(aware).empty());
+}
+
+TEST_CASE("cluster config: merge_aware and merge_floor errors name the key") {
+    CHECK(error_of("env: CartPole-v1\ntransport: {merge_floor: 8}\n") ==
+          "test.yaml:2:26: transport.merge_floor: merge_floor needs transport.merge_aware: true");
+    CHECK(error_of("env: CartPole-v1\ntransport: {merge_aware: true, merge_floor: 512}\n") ==
+          "test.yaml:2:45: transport.merge_floor: expected 0 (off) or a merge_floor in [w_min, w_max] = [1, 256], got 512");
+    CHECK(error_of("env: CartPole-v1\ntransport: {merge_aware: yes please}\n") ==
+          "test.yaml:2:26: transport.merge_aware: expected true or false, got 'yes please'");
 }
 
 TEST_CASE("cluster config: errors name the file, line and key") {
