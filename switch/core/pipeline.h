@@ -417,14 +417,7 @@ public:
                     a.shesha_offset = meta.shesha_offset;
                     a.contributions = meta.contributions;
                     a.mergeable = gradient && cfg_.aggregation;
-                    if (gradient) {
-                        a.cluster_id = meta.cluster_id;
-                        a.chunk_index = meta.chunk_index;
-                        a.elem_count = meta.elem_count;
-                        a.model_version = meta.model_version;
-                        a.dst_ip = meta.dst_ip;
-                        a.version_tolerance = tolerance;
-                    }
+                    if (gradient) set_merge_fields(a, meta, tolerance);
                     continue;
                 }
             }
@@ -697,6 +690,17 @@ private:
         enqueue_gradient(out_index, m, meta, mergeable, tolerance, now);
     }
 
+    // What the queue's merge rule reads from a GRADIENT's Arrival (unused unless it is mergeable).
+    [[gnu::always_inline]] static inline void set_merge_fields(Arrival& a, const PacketMeta& meta,
+                                                               std::uint32_t tolerance) noexcept {
+        a.cluster_id = meta.cluster_id;
+        a.chunk_index = meta.chunk_index;
+        a.elem_count = meta.elem_count;
+        a.model_version = meta.model_version;
+        a.dst_ip = meta.dst_ip;
+        a.version_tolerance = tolerance;
+    }
+
     void enqueue_gradient(std::uint16_t out_index, Handle m, const PacketMeta& meta, bool mergeable,
                           std::uint32_t tolerance, std::uint64_t now) noexcept {
         Port& port = *ports_[out_index];
@@ -710,12 +714,7 @@ private:
         a.shesha_offset = meta.shesha_offset;
         a.contributions = meta.contributions;
         a.mergeable = mergeable;
-        a.cluster_id = meta.cluster_id;
-        a.chunk_index = meta.chunk_index;
-        a.elem_count = meta.elem_count;
-        a.model_version = meta.model_version;
-        a.dst_ip = meta.dst_ip;
-        a.version_tolerance = tolerance;
+        set_merge_fields(a, meta, tolerance);
 
         const EnqueueResult r = port.queue.enqueue(a, now);
         port.mark_ewma += ((r.marked ? (std::int64_t{1000} << 10) : 0) - port.mark_ewma) / kMarkEwmaDivisor;
