@@ -322,14 +322,6 @@ struct AggregatingQueue::Impl {
                 return 0;
             }
         }
-        if (aggregation) {
-            // The merge index is probed at random: fetch every mergeable arrival's home slot (its
-            // exact-version key, probed first) before the first probe.
-            for (std::uint32_t k = 0; k < n; ++k) {
-                const Arrival& a = arrivals[k];
-                if (a.mergeable) __builtin_prefetch(&index[home(make_key(a.cluster_id, a.chunk_index, a.model_version))]);
-            }
-        }
         std::uint32_t exceptions = 0;
         std::uint32_t i = 0;
         while (i < n) {

@@ -158,7 +158,6 @@ public:
               // frame that finds it empty; such a port never bypasses, so bypassing never changes
               // an outcome.
               bypass_ok(poll_mode && bucket.unlimited() && queue.config().capacity_bytes >= 0xFFFF),
-              single_class(queue.class_count() == 1),
               mark_depth(queue.config().mark_depth_packets),
               tx_burst(poll_mode ? burst : 0),
               tx_len(poll_mode ? burst : 0),
@@ -175,8 +174,7 @@ public:
         PortQueue queue;  // one aggregating queue, or one per cluster under DRR
         TokenBucket bucket;
         const bool bypass_ok;  // unshaped, poll mode, and a queue that takes any single frame when empty
-        const bool single_class;         // FIFO scheduling: one queue for every arrival
-        const std::uint32_t mark_depth;  // the queue's marking depth (0: off)
+        const std::uint32_t mark_depth;  // queue.config().mark_depth_packets, kept here for the RX loop (0: off)
         // The transmit batch (poll mode). [0, n_pending) left the queue in an earlier round and were
         // refused by the NIC: they go first, in order. [n_pending, n_tx) bypassed the queue during
         // this round's RX: arrivals that could not merge, found the queue empty on an unshaped port
@@ -367,8 +365,7 @@ public:
                 std::uint16_t out = is_multicast(dst) ? kNoPort : fdb_.lookup(dst, now);
                 const bool flood = out == kNoPort;
                 if (flood) out = flood_to;
-                if (out != kNoPort && out != in &&
-                    (!gradient || stages_gradient(*ports_[out], ports_[out].get() == stage_port ? staged : ports_[out]->n_staged))) {
+                if (out != kNoPort && out != in && (!gradient || stages_gradient(out, stage_port, staged))) {
                     Port* port = ports_[out].get();
                     if (port != stage_port) {
                         if (stage_port != nullptr) write_back();
@@ -433,13 +430,17 @@ public:
         finish_forwarding(now);
     }
 
-    // Whether a GRADIENT for `port` may be staged like any other arrival instead of enqueued at
-    // once (enqueue_gradient): when its port has one class (FIFO scheduling) and its enqueue cannot
-    // mark it, because even with every staged arrival ahead of it queued the depth it finds stays
-    // below the marking depth. Unmarked, its enqueue has no effect beyond its own packet (no
-    // FEEDBACK), so the queue sees the same enqueues, in the same order, either way.
-    [[gnu::always_inline]] inline bool stages_gradient(const Port& port, std::uint32_t staged) const noexcept {
-        return port.single_class && (port.mark_depth == 0 || port.queue.depth() + staged < port.mark_depth);
+    // Whether a GRADIENT for port `out` may be staged like any other arrival instead of enqueued
+    // at once (enqueue_gradient): when the port has one class (FIFO scheduling) and its enqueue
+    // cannot mark it, because even with every arrival staged ahead of it queued the depth it finds
+    // stays below the marking depth. Unmarked, its enqueue has no effect beyond its own packet (no
+    // FEEDBACK), so the queue sees the same enqueues, in the same order, either way. The cursor's
+    // count is the live one for the port it has open.
+    [[gnu::always_inline]] inline bool stages_gradient(std::uint16_t out, const Port* cursor_port,
+                                                       std::uint32_t cursor_staged) const noexcept {
+        const Port& port = *ports_[out];
+        const std::uint32_t staged = &port == cursor_port ? cursor_staged : port.n_staged;
+        return port.queue.class_count() == 1 && (port.mark_depth == 0 || port.queue.depth() + staged < port.mark_depth);
     }
 
     // Forwards packets classified elsewhere (an RX lcore's classify()); then finish_forwarding().

@@ -43,14 +43,6 @@ ARMS = {
     "shesha-lag": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32", "transport.window_control=true",
                    "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                    "transport.merge_floor=32", "transport.w_init=32"],
-    # Version tolerance 4 at every switch (merges chunks up to 4 model versions apart), for merging
-    # alone and for full Shesha alike: fewer distinct packets per chunk while versions are in flight.
-    "merge-tol4": ["queue.aggregation=true", "transport.window_control=false", "transport.switch_feedback=false",
-                   "queue.version_tolerance=4"],
-    "shesha-lag-tol4": ["queue.aggregation=true", "queue.fair=true", "queue.fair_lag=32",
-                        "transport.window_control=true", "transport.switch_feedback=true", "transport.w_min=0.0625",
-                        "transport.merge_aware=true", "transport.merge_floor=32", "transport.w_init=32",
-                        "queue.version_tolerance=4"],
     # Its two parts alone (ablation): the start at the floor, and the bounded-lag queues.
     "shesha-ma-wi32": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
@@ -65,6 +57,10 @@ ARMS = {
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                        "transport.merge_floor=32"],
 }
+# Version tolerance 4 at every switch (merges chunks up to 4 model versions apart), for merging
+# alone and for full Shesha alike: fewer distinct packets per chunk while versions are in flight.
+ARMS["merge-tol4"] = ARMS["merge"] + ["queue.version_tolerance=4"]
+ARMS["shesha-lag-tol4"] = ARMS["shesha-lag"] + ["queue.version_tolerance=4"]
 
 # Common workload: T_compute 1 ms (10% jitter), K = 8 chunks of 256 fp32 (1114 B frames), so one
 # worker offers about 73 Mbit/s; 20 ms of generation then the drain.
