@@ -369,6 +369,8 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"fair_lag out of range", kTwoPorts + "aggregation: {scheduling: drr, fair_lag: 70000}\n",
          {"aggregation.fair_lag: expected an integer in 0..65535, got 70000"}},
         {"fair_lag not a number", kTwoPorts + "aggregation: {fair_lag: some}\n", {"aggregation.fair_lag:"}},
+        {"fair_lag without fair queues", kTwoPorts + "aggregation: {fair_lag: 32}\n",
+         {"aggregation.fair_lag: fair_lag needs fair queues: aggregation.scheduling: drr"}},
         {"cluster weight zero", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, weight: 0, members: [10.0.0.1]}\n",
          {"aggregation.clusters[0].weight: expected an integer in 1..1000, got 0"}},
         {"mtu above jumbo", "ports:\n  - {name: a, device: net_null0, mtu: 9001}\n  - {name: b, device: net_null1}\n",

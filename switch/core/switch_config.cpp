@@ -342,7 +342,16 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
         if (auto y = agg.get("scheduling"))
             cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
-        if (auto y = agg.get("fair_lag")) cfg.fair_lag = static_cast<std::uint32_t>(r.uint(*y, 0, 65535));
+        if (auto y = agg.get("fair_lag")) {
+            cfg.fair_lag = static_cast<std::uint32_t>(r.uint(*y, 0, 65535));
+            // It only changes how fair (drr) queues take turns: set with none, it would do nothing.
+            const bool any_drr = cfg.scheduling == Scheduling::Drr ||
+                                 std::any_of(cfg.ports.begin(), cfg.ports.end(), [](const PortConfig& p) {
+                                     return p.scheduling == Scheduling::Drr;
+                                 });
+            if (cfg.fair_lag != 0 && !any_drr)
+                r.fail(*y, "fair_lag needs fair queues: aggregation.scheduling: drr (or a port's queue.scheduling: drr)");
+        }
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
         if (auto y = agg.get("clusters")) {
