@@ -12,6 +12,7 @@
 #include "aggregating_queue.h"
 #include "frame.h"
 #include "merge_kernel.h"
+#include "port_queue.h"
 #include "protocol.h"
 
 using namespace shesha;
@@ -1083,4 +1084,31 @@ TEST_CASE("enqueue_burst of plain packets keeps exact statistics near every limi
         if (aggregation) CHECK(one.stats().merged > 0);
         else CHECK(one.stats().merged == 0);
     }
+}
+
+TEST_CASE("per-cluster shares: a merged arrival adds contributions, not a waiting packet", "[queue][shares]") {
+    Pool pool;
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(), Scheduling::Fifo, classes);
+    GradSpec one;  // cluster 1, chunk 0, version 10
+    REQUIRE(q.enqueue(pool.gradient(one).arrival, 0).status == EnqueueStatus::Queued);
+    one.worker = 2;
+    REQUIRE(q.enqueue(pool.gradient(one).arrival, 1).status == EnqueueStatus::Merged);
+    GradSpec two;
+    two.cluster = 2;
+    REQUIRE(q.enqueue(pool.gradient(two).arrival, 2).status == EnqueueStatus::Queued);
+    Departure d;
+    REQUIRE(q.dequeue(3, d));
+    CHECK(d.contributions == 2);
+    CHECK(d.cluster_id == 1);
+    REQUIRE(q.dequeue(4, d));
+    CHECK(d.cluster_id == 2);
+    // Cluster 1's merged packet left while cluster 2 waited; cluster 2 then left alone (had the
+    // merge counted as a second waiting packet of cluster 1, this departure would count as contended).
+    REQUIRE(q.shares().size() == 2);
+    CHECK(q.shares()[0].cluster_id == 1);
+    CHECK(q.shares()[0].served == 2);
+    CHECK(q.shares()[0].contended == 2);
+    CHECK(q.shares()[1].served == 1);
+    CHECK(q.shares()[1].contended == 0);
 }

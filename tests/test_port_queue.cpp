@@ -278,3 +278,88 @@ TEST_CASE("Bounded lag: front_len commits the choice; FIFO ignores fair_lag; ran
             for (int b = 1; b <= 3; ++b) CHECK(served[a] - served[b] <= 6 + 9);  // fair_lag plus one packet
     }
 }
+
+// ---- per-cluster shares (ClusterShare) ---------------------------------------------------------
+
+namespace {
+
+const ClusterShare& share_of(const PortQueue& q, std::uint16_t cluster) {
+    for (const ClusterShare& s : q.shares())
+        if (s.cluster_id == cluster) return s;
+    FAIL("no share for cluster " << cluster);
+    static ClusterShare none;
+    return none;
+}
+
+}  // namespace
+
+TEST_CASE("shares: FIFO counts served and contended contributions per cluster", "[port_queue][shares]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}, {3, 2}};
+    PortQueue q(config(), Scheduling::Fifo, classes);
+    Packets p;
+    REQUIRE(q.shares().size() == 3);
+    CHECK(share_of(q, 3).weight == 2);
+    // Queue: 1(x2) 1(x1) 2(x3) 9(x1, a cluster not configured) and one non-gradient.
+    REQUIRE(q.enqueue(p.make(1, 2), 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(p.make(1, 1), 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(p.make(2, 3), 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(p.make(9, 1), 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(p.make(2, 0), 0).status == EnqueueStatus::Queued);  // contributions 0: not a gradient
+    Departure d;
+    // Both 1's leave while cluster 2 waits: contended. Then cluster 2 leaves alone: not contended.
+    for (int i = 0; i < 5; ++i) REQUIRE(q.dequeue(0, d));
+    CHECK(share_of(q, 1).served == 3);
+    CHECK(share_of(q, 1).contended == 3);
+    CHECK(share_of(q, 2).served == 3);
+    CHECK(share_of(q, 2).contended == 0);
+    CHECK(share_of(q, 3).served == 0);
+    CHECK(q.depth() == 0);
+}
+
+TEST_CASE("shares: enqueue_burst and dequeue_burst count like single calls, drops never count", "[port_queue][shares]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(8), Scheduling::Fifo, classes);
+    Packets p;
+    // 10 arrivals alternating clusters into 8 slots: the last two are tail drops.
+    std::vector<Arrival> burst;
+    for (int i = 0; i < 10; ++i) burst.push_back(p.make(static_cast<std::uint16_t>(1 + i % 2), 1));
+    std::vector<EnqueueResult> results(burst.size());
+    CHECK(q.enqueue_burst(burst.data(), static_cast<std::uint32_t>(burst.size()), 0, results.data()) == 2);
+    REQUIRE(q.depth() == 8);
+    std::vector<void*> handles(8);
+    std::vector<std::uint32_t> lens(8);
+    std::vector<std::uint16_t> contrib(8);
+    CHECK(q.dequeue_burst(0, handles.data(), lens.data(), contrib.data(), 8) == 8);
+    // Order 1 2 1 2 1 2 1 2: every departure but the last finds the other cluster waiting.
+    CHECK(share_of(q, 1).served == 4);
+    CHECK(share_of(q, 1).contended == 4);
+    CHECK(share_of(q, 2).served == 4);
+    CHECK(share_of(q, 2).contended == 3);
+}
+
+TEST_CASE("shares: DRR gives two backlogged clusters equal contended contributions", "[port_queue][shares]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(), Scheduling::Drr, classes);
+    Packets p;
+    // Cluster 1 sends 60 single updates, cluster 2 ten packets of 3 merged updates: cluster 1
+    // offers twice as much. FIFO would serve them in arrival order; DRR splits contributions.
+    for (int i = 0; i < 60; ++i) REQUIRE(q.enqueue(p.make(1, 1), 0).status == EnqueueStatus::Queued);
+    for (int i = 0; i < 10; ++i) REQUIRE(q.enqueue(p.make(2, 3), 0).status == EnqueueStatus::Queued);
+    Departure d;
+    while (q.dequeue(0, d)) {
+    }
+    CHECK(share_of(q, 1).served == 60);
+    CHECK(share_of(q, 2).served == 30);
+    // While both were backlogged each got 30; cluster 1's last 30 went alone.
+    CHECK(share_of(q, 2).contended == 30);
+    CHECK(share_of(q, 1).contended == 30);
+}
+
+TEST_CASE("shares: not counted with fewer than two clusters", "[port_queue][shares]") {
+    const std::vector<SchedulingClass> one{{1, 1}};
+    PortQueue q(config(), Scheduling::Fifo, one);
+    CHECK(q.shares().empty());
+    const std::vector<SchedulingClass> dup{{1, 1}, {1, 2}};
+    PortQueue d(config(), Scheduling::Fifo, dup);
+    CHECK(d.shares().empty());
+}

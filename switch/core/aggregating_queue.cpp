@@ -39,6 +39,7 @@ struct Slot {
     std::uint16_t l4_offset;
     std::uint16_t shesha_offset;
     std::uint8_t flags;           // kMergeable | kIndexed | kMarked
+    std::uint16_t cluster_id;     // a GRADIENT's cluster (contributions != 0), for per-cluster shares
 };
 static_assert(sizeof(Slot) <= 40);
 
@@ -273,7 +274,7 @@ struct AggregatingQueue::Impl {
         Slot& e = at(seq);
         e = Slot{a.handle,       a.frame,       now,
                  a.frame_len,    arriving_contrib, a.l3_offset,
-                 a.l4_offset,    a.shesha_offset,  can_merge ? kMergeable : std::uint8_t{0}};
+                 a.l4_offset,    a.shesha_offset,  can_merge ? kMergeable : std::uint8_t{0}, a.cluster_id};
         if (can_merge) [[unlikely]] {
             info_at(seq) = MergeInfo{a.dst_ip, a.model_version, a.model_version, a.cluster_id, a.chunk_index, a.elem_count};
             // The newest packet of a key becomes its merge target: it is the one waiting longest from now.
@@ -308,7 +309,7 @@ struct AggregatingQueue::Impl {
                 any_mergeable |= a.mergeable;
                 sum_len += a.frame_len;
                 ring[(tail + i) & ring_mask] =
-                    Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
+                    Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0, a.cluster_id};
             }
             if (!(aggregation && any_mergeable) && bytes + sum_len <= capacity_bytes) {
                 tail += n;
@@ -346,7 +347,7 @@ struct AggregatingQueue::Impl {
                     continue;
                 }
                 Slot& e = ring[t & ring_mask];
-                e = Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0};
+                e = Slot{a.handle, a.frame, now, a.frame_len, a.contributions, a.l3_offset, a.l4_offset, a.shesha_offset, 0, a.cluster_id};
                 ++t;
                 b += a.frame_len;
                 ++queued;
@@ -442,6 +443,7 @@ void fill(Departure& d, const Slot& e, std::uint64_t sojourn) noexcept {
     d.frame = e.frame;
     d.frame_len = e.frame_len;
     d.contributions = e.contributions;
+    d.cluster_id = e.cluster_id;
     d.sojourn_ticks = sojourn;
     d.marked = (e.flags & kMarked) != 0;
 }
@@ -460,11 +462,13 @@ std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, Departure* out,
 }
 
 std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
-                                              std::uint16_t* contributions, std::uint32_t max) noexcept {
+                                              std::uint16_t* contributions, std::uint32_t max,
+                                              std::uint16_t* clusters) noexcept {
     return impl_->dequeue_burst(now, max, [&](std::uint32_t i, const Slot& e, std::uint64_t) {
         handles[i] = e.handle;
         frame_lens[i] = e.frame_len;
         contributions[i] = e.contributions;
+        if (clusters != nullptr) clusters[i] = e.cluster_id;
     });
 }
 

@@ -62,6 +62,7 @@ struct Departure {
     std::uint8_t* frame = nullptr;
     std::uint32_t frame_len = 0;
     std::uint16_t contributions = 0;  // updates this packet carries (0 for non-gradients)
+    std::uint16_t cluster_id = 0;     // its cluster, when contributions != 0
     std::uint64_t sojourn_ticks = 0;
     bool marked = false;              // marked at enqueue or at dequeue
 };
@@ -112,9 +113,10 @@ public:
     // dequeue(now, ...), with the statistics summed once per burst. For a port with no shaper.
     std::uint32_t dequeue_burst(std::uint64_t now, Departure* out, std::uint32_t max) noexcept;
     // The same, writing only what a transmitter needs into three arrays (handles for the NIC, lengths
-    // and contribution counts for its counters).
+    // and contribution counts for its counters), and each packet's cluster if clusters is not null.
     std::uint32_t dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
-                                std::uint16_t* contributions, std::uint32_t max) noexcept;
+                                std::uint16_t* contributions, std::uint32_t max,
+                                std::uint16_t* clusters = nullptr) noexcept;
 
     // Counts n arrivals of `bytes` frame bytes in total that found this queue empty and went
     // straight to the caller's transmit batch (never mergeable, never marked: nothing waited ahead

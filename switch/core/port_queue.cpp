@@ -16,6 +16,17 @@ constexpr std::uint32_t kQuantumPerWeight = 1;
 PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
                      std::uint32_t default_weight, std::uint32_t fair_lag)
     : scheduling_(scheduling), fair_lag_(scheduling == Scheduling::Drr ? fair_lag : 0) {
+    for (const SchedulingClass& c : classes) {
+        if (shares_.size() + 1 >= kDefaultClass || share_of(c.cluster_id) != SIZE_MAX) continue;
+        const std::pair<std::uint16_t, std::uint16_t> entry{c.cluster_id, static_cast<std::uint16_t>(shares_.size())};
+        share_by_cluster_.insert(std::lower_bound(share_by_cluster_.begin(), share_by_cluster_.end(), entry), entry);
+        shares_.push_back({c.cluster_id, std::max<std::uint32_t>(c.weight, 1), 0, 0});
+    }
+    if (shares_.size() < 2) {
+        shares_.clear();
+        share_by_cluster_.clear();
+    }
+    waiting_.assign(shares_.size(), 0);
     queues_.push_back(std::make_unique<AggregatingQueue>(cfg));
     clusters_.push_back(0);
     quantum_.push_back(std::max<std::uint32_t>(default_weight, 1) * kQuantumPerWeight);
@@ -48,10 +59,12 @@ std::size_t PortQueue::class_of(std::uint16_t cluster_id) const noexcept {
 EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
     // Only a GRADIENT (it carries contributions) belongs to its cluster's class.
     const std::size_t c = a.contributions != 0 ? class_of(a.cluster_id) : 0;
-    if (fair_lag_ == 0) return queues_[c]->enqueue(a, now);
     const bool was_idle = queues_[c]->depth() == 0;
     const EnqueueResult r = queues_[c]->enqueue(a, now);
-    if (was_idle && queues_[c]->depth() != 0) join(c);
+    if (r.status == EnqueueStatus::Queued) {
+        if (fair_lag_ != 0 && was_idle) join(c);
+        if (!shares_.empty() && a.contributions != 0) note_queued(a.cluster_id);
+    }
     return r;
 }
 
@@ -60,7 +73,31 @@ std::uint32_t PortQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n,
     const bool was_idle = fair_lag_ != 0 && queues_[0]->depth() == 0;
     const std::uint32_t r = queues_[0]->enqueue_burst(arrivals, n, now, results);
     if (was_idle && queues_[0]->depth() != 0) join(0);
+    if (!shares_.empty())
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (arrivals[i].contributions != 0 && results[i].status == EnqueueStatus::Queued)
+                note_queued(arrivals[i].cluster_id);
     return r;
+}
+
+std::size_t PortQueue::share_of(std::uint16_t cluster_id) const noexcept {
+    const auto at = std::lower_bound(share_by_cluster_.begin(), share_by_cluster_.end(),
+                                     std::pair<std::uint16_t, std::uint16_t>{cluster_id, 0});
+    return at != share_by_cluster_.end() && at->first == cluster_id ? at->second : SIZE_MAX;
+}
+
+void PortQueue::note_queued(std::uint16_t cluster_id) noexcept {
+    const std::size_t s = share_of(cluster_id);
+    if (s != SIZE_MAX && waiting_[s]++ == 0) ++backlogged_;
+}
+
+// Contended: this cluster and at least one other had packets waiting when this one left.
+void PortQueue::note_sent(std::uint16_t cluster_id, std::uint16_t contributions) noexcept {
+    const std::size_t s = share_of(cluster_id);
+    if (s == SIZE_MAX || waiting_[s] == 0) return;
+    shares_[s].served += contributions;
+    if (backlogged_ >= 2) shares_[s].contended += contributions;
+    if (--waiting_[s] == 0) --backlogged_;
 }
 
 // Bounded-lag round robin: a class that becomes backlogged starts no lower than the least-served
@@ -181,11 +218,16 @@ std::uint32_t PortQueue::front_len() noexcept {
 }
 
 bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
-    if (queues_.size() == 1) return queues_[0]->dequeue(now, out);
+    if (queues_.size() == 1) {
+        if (!queues_[0]->dequeue(now, out)) return false;
+        if (!shares_.empty() && out.contributions != 0) note_sent(out.cluster_id, out.contributions);
+        return true;
+    }
     const std::size_t c = pick();
     if (c == SIZE_MAX) return false;
     picked_ = SIZE_MAX;
     if (!queues_[c]->dequeue(now, out)) return false;
+    if (!shares_.empty() && out.contributions != 0) note_sent(out.cluster_id, out.contributions);
     const std::int64_t cost = std::max<std::uint16_t>(out.contributions, 1);
     if (fair_lag_ != 0) {
         service_[c] += cost * unit_cost_[c];
@@ -205,7 +247,21 @@ bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
 
 std::uint32_t PortQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
                                        std::uint16_t* contributions, std::uint32_t max) noexcept {
-    if (queues_.size() == 1) return queues_[0]->dequeue_burst(now, handles, frame_lens, contributions, max);
+    if (queues_.size() == 1) {
+        if (shares_.empty()) return queues_[0]->dequeue_burst(now, handles, frame_lens, contributions, max);
+        std::uint32_t n = 0;
+        std::uint16_t clusters[64];
+        while (n < max) {
+            const std::uint32_t want = std::min<std::uint32_t>(max - n, 64);
+            const std::uint32_t got =
+                queues_[0]->dequeue_burst(now, handles + n, frame_lens + n, contributions + n, want, clusters);
+            for (std::uint32_t i = 0; i < got; ++i)
+                if (contributions[n + i] != 0) note_sent(clusters[i], contributions[n + i]);
+            n += got;
+            if (got < want) break;
+        }
+        return n;
+    }
     std::uint32_t n = 0;
     Departure d;
     while (n < max && dequeue(now, d)) {

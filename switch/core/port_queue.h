@@ -36,10 +36,22 @@ struct SchedulingClass {
     std::uint32_t weight = 1;  // share of contributions relative to the other classes
 };
 
+// What one cluster got from a port, under any scheduling, counted once two or more clusters are
+// configured. `contended` is the part of `served` sent while at least two of the clusters had
+// packets waiting here: a fair share is about those moments, so Jain's index over
+// contended / weight measures how the port shared itself, not how much each cluster asked for.
+struct ClusterShare {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t weight = 1;
+    std::uint64_t served = 0;     // contributions that left the queue
+    std::uint64_t contended = 0;  // of which left while >= 2 clusters were backlogged (this one included)
+};
+
 class PortQueue {
 public:
-    // classes: the clusters with their own queue under DRR (ignored under FIFO). Everything else
-    // (other traffic, unknown clusters) shares the default class, weight default_weight.
+    // classes: the clusters with their own queue under DRR (under FIFO only their shares are
+    // counted). Everything else (other traffic, unknown clusters) shares the default class, weight
+    // default_weight.
     // fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin (DRR only).
     PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
               std::uint32_t default_weight = 1, std::uint32_t fair_lag = 0);
@@ -59,6 +71,8 @@ public:
     bool dequeue(std::uint64_t now, Departure& out) noexcept;
     std::uint32_t dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens, std::uint16_t* contributions,
                                 std::uint32_t max) noexcept;
+    // Each configured cluster's share of this port (empty with fewer than two clusters).
+    std::span<const ClusterShare> shares() const noexcept { return shares_; }
     // As AggregatingQueue::count_bypass (the default class; only called when depth() == 0).
     void count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept;
 
@@ -89,6 +103,10 @@ private:
     std::size_t pick_bounded_lag() noexcept;
     void join(std::size_t c) noexcept;  // bounded lag: class c has just become backlogged
     std::int64_t least_service(std::size_t except) const noexcept;  // over backlogged classes; INT64_MAX if none
+    // Share accounting: a GRADIENT of cluster_id took a slot / left the queue.
+    void note_queued(std::uint16_t cluster_id) noexcept;
+    void note_sent(std::uint16_t cluster_id, std::uint16_t contributions) noexcept;
+    std::size_t share_of(std::uint16_t cluster_id) const noexcept;  // SIZE_MAX if not counted
 
     Scheduling scheduling_;
     std::vector<std::unique_ptr<AggregatingQueue>> queues_;  // [0] the default class
@@ -103,6 +121,10 @@ private:
     std::size_t current_ = 0;        // DRR: the class whose turn it is
     bool turn_started_ = false;      // its quantum was added for this turn
     std::size_t picked_ = SIZE_MAX;  // committed by front_len()
+    std::vector<ClusterShare> shares_;                        // empty unless >= 2 clusters
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> share_by_cluster_;  // sorted by cluster
+    std::vector<std::uint32_t> waiting_;                      // packets of each share in the queue(s)
+    std::uint32_t backlogged_ = 0;                            // shares with waiting_ != 0
 };
 
 }  // namespace shesha::core

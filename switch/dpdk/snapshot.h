@@ -15,6 +15,8 @@
 
 namespace shesha::sw {
 
+inline constexpr std::size_t kMaxReportedShares = 64;  // clusters per port in the stats (the first ones configured)
+
 using core::PortCounter;
 using core::PortCounters;
 using core::Published;
@@ -22,6 +24,15 @@ using core::load_relaxed;
 using core::store_relaxed;
 using core::SwitchCounter;
 using core::SwitchCounters;
+
+// One configured cluster's share of a port's egress (core::ClusterShare): contributions sent, and
+// those sent while at least two clusters had packets waiting there.
+struct ClusterShareSnapshot {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t weight = 1;
+    std::uint64_t served = 0;
+    std::uint64_t contended = 0;
+};
 
 struct PortSnapshot {
     std::string name;
@@ -40,6 +51,7 @@ struct PortSnapshot {
     std::uint64_t queue_depth = 0;
     std::uint64_t queue_depth_bytes = 0;
     std::uint64_t tx_pending = 0;          // left the queue, refused by the NIC, retried first
+    std::vector<ClusterShareSnapshot> clusters;  // with two or more clusters configured (at most kMaxReportedShares)
 
     // Derived values (computed by Switch::snapshot()).
     double mean_depth = 0;                 // depth seen by arrivals

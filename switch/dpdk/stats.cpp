@@ -209,6 +209,18 @@ std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg
         queue["max_sojourn_us"] = json::fixed(p.max_sojourn_us, 3);
         queue["merge_ratio"] = json::fixed(p.merge_ratio, 6);
         port["queue"] = std::move(queue);
+        if (!p.clusters.empty()) {
+            json::Json clusters = json::Json::array();
+            for (const ClusterShareSnapshot& c : p.clusters) {
+                json::Json one;
+                one["cluster"] = c.cluster_id;
+                one["weight"] = c.weight;
+                one["served_contributions"] = c.served;
+                one["contended_contributions"] = c.contended;
+                clusters.push_back(std::move(one));
+            }
+            port["clusters"] = std::move(clusters);
+        }
         ports.push_back(std::move(port));
     }
     j["ports"] = std::move(ports);
@@ -303,6 +315,17 @@ std::string stats_to_prometheus(const SwitchSnapshot& s, const core::SwitchConfi
               p.max_sojourn_us);
         w.add("shesha_queue_merge_ratio", Type::Gauge, "shesha-switch stats JSON ports[].queue.merge_ratio (merged / mergeable)",
               labels, p.merge_ratio);
+        for (const ClusterShareSnapshot& c : p.clusters) {
+            prom::Labels cl = labels;
+            cl.emplace_back("cluster", std::to_string(c.cluster_id));
+            w.add("shesha_port_cluster_served_contributions_total", Type::Counter,
+                  "shesha-switch stats JSON ports[].clusters[].served_contributions (total since start; docs/switch.md)",
+                  cl, c.served);
+            w.add("shesha_port_cluster_contended_contributions_total", Type::Counter,
+                  "shesha-switch stats JSON ports[].clusters[].contended_contributions: sent while two or more clusters "
+                  "were backlogged (total since start; docs/switch.md)",
+                  cl, c.contended);
+        }
     }
     prom_section(w, "frames", "frames", frame_fields(s), sw_label);
     prom_section(w, "malformed", "malformed", malformed_fields(s), sw_label);

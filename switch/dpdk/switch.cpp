@@ -57,6 +57,22 @@ struct Switch::PortState {
         std::uint64_t pending;
     };
     Published<QueueView> view;
+    struct ShareView {
+        std::array<std::uint64_t, kMaxReportedShares> served;
+        std::array<std::uint64_t, kMaxReportedShares> contended;
+    };
+    Published<ShareView> shares;  // served/contended of pipeline port.queue.shares()[i]
+
+    void publish_shares(const core::PortQueue& q) noexcept {
+        const auto list = q.shares();
+        if (list.empty()) return;
+        ShareView v{};
+        for (std::size_t i = 0; i < list.size() && i < kMaxReportedShares; ++i) {
+            v.served[i] = list[i].served;
+            v.contended[i] = list[i].contended;
+        }
+        shares.publish(v);
+    }
 };
 
 struct Switch::RxContext {
@@ -228,6 +244,7 @@ void Switch::publish(std::uint64_t now) noexcept {
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         const auto& pp = pipeline_.port(i);
         ports_[i]->view.publish({pp.queue.stats(), pp.queue.depth(), pp.queue.depth_bytes(), pp.queue.capacity(), pp.n_pending});
+        ports_[i]->publish_shares(pp.queue);
     }
     fdb_view_.publish({pipeline_.fdb().stats(), pipeline_.fdb().size()});
 }
@@ -242,6 +259,7 @@ void Switch::drain() noexcept {
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         const auto& pp = pipeline_.port(i);
         ports_[i]->view.publish({pp.queue.stats(), pp.queue.depth(), pp.queue.depth_bytes(), pp.queue.capacity(), 0});
+        ports_[i]->publish_shares(pp.queue);
     }
 }
 
@@ -278,6 +296,13 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
         ps.queue_depth = view.depth;
         ps.queue_depth_bytes = view.depth_bytes;
         ps.tx_pending = view.pending;
+        // Cluster ids and weights never change after start; the counts come from the egress owner.
+        const auto shares = pp.queue.shares();
+        if (!shares.empty()) {
+            const auto counts = p->shares.read();
+            for (std::size_t c = 0; c < shares.size() && c < kMaxReportedShares; ++c)
+                ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, counts.served[c], counts.contended[c]});
+        }
         const auto& q = ps.queue;
         ps.mean_depth = q.depth_samples ? static_cast<double>(q.depth_sum) / static_cast<double>(q.depth_samples) : 0.0;
         ps.mean_sojourn_us = q.dequeued ? static_cast<double>(q.sojourn_sum_ticks) / static_cast<double>(q.dequeued) * us_per_tick : 0.0;
