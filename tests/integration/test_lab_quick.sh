@@ -104,6 +104,15 @@ for a in sc["arms"]:
             for port, p in s["ports"].items():
                 check(f"{tag} {sw}/{port}: queue numbers finite",
                       all(finite(p[k]) for k in ("mean_depth", "mean_sojourn_ms", "dropped", "merged")))
+                cl = p.get("clusters", [])
+                check(f"{tag} {sw}/{port}: a share per scenario cluster",
+                      sorted(c["cluster"] for c in cl) == sorted(c["id"] for c in sc["clusters"]))
+                check(f"{tag} {sw}/{port}: 0 <= contended <= served per cluster",
+                      all(0 <= c["contended_contributions"] <= c["served_contributions"] for c in cl))
+        if r.get("jain_contended") is not None:
+            check(f"{tag}: contended Jain in (0, 1]", 0 < r["jain_contended"] <= 1 + 1e-9)
+            check(f"{tag}: contended shares sum to 1",
+                  abs(sum(c["contended_share"] or 0 for c in r["clusters"].values()) - 1) < 1e-9)
             check(f"{tag} {sw}: live queue telemetry sampled", any(len(v) > 5 for v in s["queue_series"].values()))
 if kind == "drl":
     for f in ("return_vs_time.png", "return_vs_steps.png", "aom_vs_time.png"):
