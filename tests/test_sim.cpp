@@ -1,6 +1,7 @@
 // shesha-sim: hand-checked small cases, determinism, FIFO vs merging under overload,
 // conservation of contributions, strict scenario keys.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
@@ -213,4 +214,21 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
     CHECK(s.clusters == 5);
     CHECK_FALSE(s.aggregation);
+}
+
+TEST_CASE("contended service at a shared learner port: counted, and equal per cluster under fair queues") {
+    const auto scenario = [](bool fair) {
+        return load_scenario(fmt::format(
+            "seed: 3\nduration_ms: 3\ntopology: {{kind: tor, shared_bottleneck: true}}\n"
+            "workload: {{clusters: 2, workers_per_cluster: 32, chunks: 8, chunk_elems: 256, compute_us: 200}}\n"
+            "links: {{learner_gbps: 10}}\nqueue: {{capacity_packets: 256, fair: {}}}\n", fair), "test");
+    };
+    const Summary fifo = run(scenario(false));
+    const Summary fair = run(scenario(true));
+    // Both clusters were backlogged at the one learner port for a while in both arms.
+    CHECK(fifo.jain_contended > 0.5);
+    CHECK(fifo.jain_contended <= 1.0);
+    // DRR in contributions: equal contended service, up to one packet's contributions per turn.
+    CHECK(fair.jain_contended > 0.999);
+    CHECK(fair.jain_contended <= 1.0);
 }

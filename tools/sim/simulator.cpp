@@ -4,6 +4,7 @@
 #include "big_endian.h"
 
 #include <algorithm>
+#include <map>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -811,6 +812,18 @@ struct Simulator::Impl final : FeedbackSink {
         }
         s.staleness_mean = chunk_total ? stale_sum / static_cast<double>(chunk_total) : 0;
         s.jain_fairness = jain_den > 0 ? jain_num * jain_num / (static_cast<double>(learners.size()) * jain_den) : 0;
+        // Over the ports' contended service (PortQueue::shares, every port of every switch), per unit of weight.
+        std::map<std::uint16_t, double> contended;
+        for (const auto& sw : switches)
+            for (std::size_t i = 0; i < sw->pipeline->port_count(); ++i)
+                for (const core::ClusterShare& c : sw->pipeline->port(i).queue.shares())
+                    contended[c.cluster_id] += static_cast<double>(c.contended) / c.weight;
+        double cn = 0, cd = 0;
+        for (const auto& [id, x] : contended) {
+            cn += x;
+            cd += x * x;
+        }
+        s.jain_contended = cd > 0 ? cn * cn / (static_cast<double>(contended.size()) * cd) : 0;
     }
 };
 
@@ -826,7 +839,7 @@ std::string summary_csv_header() {
         "duration_ms,seed,updates,chunks_sent,contributions_sent,contributions_applied,contributions_dropped,"
         "sender_merges,credit_timeouts,feedback_sent,feedback_suppressed,window_mean,packets_forwarded,merges,"
         "bytes_saved,drops,pool_exhausted,pool_packets,verify_failures,learner_rejects,aom_mean_us,aom_peak_us,"
-        "staleness_mean,staleness_max,jain_fairness";
+        "staleness_mean,staleness_max,jain_fairness,jain_contended";
     for (int i = 0; i < kHopLevels; ++i) {
         const std::string n = to_string(static_cast<HopLevel>(i));
         h += fmt::format(",{0}_depth_mean,{0}_depth_max,{0}_sojourn_mean_us,{0}_sojourn_max_us,{0}_merges,{0}_drops,{0}_marks", n);
@@ -837,13 +850,13 @@ std::string summary_csv_header() {
 
 std::string summary_csv_row(const std::string& label, const Scenario& s, const Summary& r) {
     std::string row = fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f},{},{:.6f}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f},{},{:.6f},{:.6f}",
         label, r.arm, s.topology == TopologyKind::Tor ? "tor" : "leaf_spine", s.shared_bottleneck ? 1 : 0, r.clusters,
         r.workers, s.host_gbps, s.learner_gbps, s.chunks, s.chunk_elems, s.compute_us, s.duration_ms, s.seed, r.updates,
         r.chunks_sent, r.contributions_sent, r.contributions_applied, r.contributions_dropped, r.sender_merges,
         r.credit_timeouts, r.feedback_sent, r.feedback_suppressed, r.window_mean, r.packets_forwarded, r.merges,
         r.bytes_saved, r.drops, r.pool_exhausted, r.pool_packets, r.verify_failures, r.learner_rejects, r.aom_mean_us,
-        r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness);
+        r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness, r.jain_contended);
     for (const HopSummary& h : r.hops)
         row += fmt::format(",{:.3f},{},{:.3f},{:.3f},{},{},{}", h.depth_mean, h.depth_max, h.sojourn_mean_us,
                            h.sojourn_max_us, h.merges, h.drops, h.marks);
