@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "aggregating_queue.h"
@@ -1111,4 +1112,136 @@ TEST_CASE("per-cluster shares: a merged arrival adds contributions, not a waitin
     CHECK(q.shares()[0].contended == 2);
     CHECK(q.shares()[1].served == 1);
     CHECK(q.shares()[1].contended == 0);
+}
+
+// Chunk following (docs/queue.md, "Chunk following"): after a head that carries merged
+// contributions, the packets of its cluster and chunk that were waiting at that moment leave next,
+// oldest first; the packets they pass keep their order; merge targets move with their packets.
+namespace {
+GradSpec spec(std::uint16_t chunk, std::uint32_t version, std::uint16_t cluster = 1) {
+    GradSpec s;
+    s.cluster = cluster;
+    s.chunk = chunk;
+    s.version = version;
+    return s;
+}
+// (chunk, version, contributions) of a departure.
+std::tuple<int, int, int> key_of(const Departure& d) {
+    const proto::Message m = handle_packet(d).decoded();
+    return {m.hdr.chunk_index, static_cast<int>(m.hdr.model_version), m.hdr.contrib_count};
+}
+std::tuple<int, int, int> next(AggregatingQueue& q) {
+    q.follow_chunk();
+    Departure d;
+    REQUIRE(q.dequeue(0, d));
+    return key_of(d);
+}
+}  // namespace
+
+TEST_CASE("chunk following: a merged head's waiting chunk mates leave next, oldest first", "[queue][follow]") {
+    Pool pool;
+    AggregatingQueue q(config());
+    // A = (0, v10) x2, B = (1, v10), C = (0, v11), D = (2, v10) x2, E = (0, v12)
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 10)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 10)).arrival, 0).status == EnqueueStatus::Merged);
+    REQUIRE(q.enqueue(pool.gradient(spec(1, 10)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 11)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(2, 10)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(2, 10)).arrival, 0).status == EnqueueStatus::Merged);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 12)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.depth() == 5);
+
+    // A is a head of its own (nothing moves) and merged: its chunk's waiting packets follow it.
+    CHECK_FALSE(q.follow_chunk());
+    CHECK_FALSE(q.follow_chunk());  // idempotent until the next dequeue
+    Departure d;
+    REQUIRE(q.dequeue(0, d));
+    CHECK(key_of(d) == std::tuple{0, 10, 2});
+    // A packet of chunk 0 that arrives now was not waiting behind A: it does not follow.
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 13)).arrival, 0).status == EnqueueStatus::Queued);
+
+    CHECK(q.follow_chunk());  // C to the head
+    CHECK_FALSE(q.follow_chunk());
+    CHECK(q.stats().followed == 1);
+    CHECK(q.depth() == 5);
+    // The index moved with the packets: arrivals still merge into C (now the head) and D (one place back).
+    CHECK(q.enqueue(pool.gradient(spec(0, 11)).arrival, 0).status == EnqueueStatus::Merged);
+    CHECK(q.enqueue(pool.gradient(spec(2, 10)).arrival, 0).status == EnqueueStatus::Merged);
+    CHECK(q.enqueue(pool.gradient(spec(1, 10)).arrival, 0).status == EnqueueStatus::Merged);
+    REQUIRE(q.dequeue(0, d));
+    CHECK(key_of(d) == std::tuple{0, 11, 2});
+    CHECK(next(q) == std::tuple{0, 12, 1});  // E, the last mate that was waiting behind A
+    CHECK(q.stats().followed == 2);
+    // Then FIFO again: B (merged: its chunk has no other packet), D (merged, none either), F.
+    CHECK(next(q) == std::tuple{1, 10, 2});
+    CHECK(next(q) == std::tuple{2, 10, 3});
+    CHECK(next(q) == std::tuple{0, 13, 1});
+    CHECK(q.depth() == 0);
+    CHECK(q.stats().followed == 2);
+    CHECK(q.stats().dequeued == 6);
+}
+
+TEST_CASE("chunk following: a head that did not merge keeps FIFO order; other clusters never follow",
+          "[queue][follow]") {
+    Pool pool;
+    AggregatingQueue q(config());
+    // Single contributions only: the head never merged, so nothing follows it.
+    for (const auto& [chunk, version] : std::vector<std::pair<int, int>>{{0, 10}, {1, 10}, {0, 11}, {1, 11}})
+        REQUIRE(q.enqueue(pool.gradient(spec(static_cast<std::uint16_t>(chunk), static_cast<std::uint32_t>(version))).arrival, 0)
+                    .status == EnqueueStatus::Queued);
+    CHECK(next(q) == std::tuple{0, 10, 1});
+    CHECK(next(q) == std::tuple{1, 10, 1});
+    CHECK(next(q) == std::tuple{0, 11, 1});
+    CHECK(next(q) == std::tuple{1, 11, 1});
+    CHECK(q.stats().followed == 0);
+
+    // A merged head of cluster 1: cluster 2's packet of the same chunk index is not its mate.
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 10, 1)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 10, 1)).arrival, 0).status == EnqueueStatus::Merged);
+    REQUIRE(q.enqueue(pool.gradient(spec(1, 10, 1)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 10, 2)).arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(pool.gradient(spec(0, 11, 1)).arrival, 0).status == EnqueueStatus::Queued);
+    CHECK(next(q) == std::tuple{0, 10, 2});
+    CHECK(next(q) == std::tuple{0, 11, 1});  // cluster 1's chunk 0, past cluster 1's chunk 1 and cluster 2
+    CHECK(next(q) == std::tuple{1, 10, 1});
+    Departure d;
+    q.follow_chunk();
+    REQUIRE(q.dequeue(0, d));
+    CHECK(handle_packet(d).decoded().hdr.cluster_id == 2);
+    CHECK(q.stats().followed == 1);
+}
+
+TEST_CASE("PortQueue chunk_follow: each cluster class follows its chunks; turns and shares unchanged",
+          "[port_queue][follow]") {
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    QueueConfig c = config();
+    CHECK_FALSE(PortQueue(c, Scheduling::Fifo, classes, 1, 0, true).chunk_follow());  // FIFO: ignored
+    CHECK_FALSE(PortQueue(c, Scheduling::Drr, classes, 1, 32).chunk_follow());        // off by default
+    for (const std::uint32_t lag : {0u, 32u}) {
+        PortQueue q(c, Scheduling::Drr, classes, 1, lag, true);
+        CHECK(q.chunk_follow());
+        Pool pool;
+        // Each cluster: (0, v10) x2, (1, v10), (0, v11).
+        for (const std::uint16_t cl : {1, 2}) {
+            REQUIRE(q.enqueue(pool.gradient(spec(0, 10, cl)).arrival, 0).status == EnqueueStatus::Queued);
+            REQUIRE(q.enqueue(pool.gradient(spec(0, 10, cl)).arrival, 0).status == EnqueueStatus::Merged);
+            REQUIRE(q.enqueue(pool.gradient(spec(1, 10, cl)).arrival, 0).status == EnqueueStatus::Queued);
+            REQUIRE(q.enqueue(pool.gradient(spec(0, 11, cl)).arrival, 0).status == EnqueueStatus::Queued);
+        }
+        std::vector<std::tuple<int, int, int, int>> order;  // (cluster, chunk, version, contributions)
+        Departure d;
+        while (q.front_len() != 0) {
+            REQUIRE(q.dequeue(0, d));
+            const proto::Message m = handle_packet(d).decoded();
+            order.emplace_back(m.hdr.cluster_id, m.hdr.chunk_index, static_cast<int>(m.hdr.model_version), m.hdr.contrib_count);
+        }
+        // Each cluster's v11 chunk 0 follows its merged v10 chunk 0 within its class; the classes
+        // alternate as without chunk following (DRR: a 2-contribution head takes two quanta).
+        const std::vector<std::tuple<int, int, int, int>> expected{{1, 0, 10, 2}, {2, 0, 10, 2}, {1, 0, 11, 1},
+                                                                   {2, 0, 11, 1}, {1, 1, 10, 1}, {2, 1, 10, 1}};
+        CHECK(order == expected);
+        CHECK(q.stats().followed == 2);
+        CHECK(q.class_served(1) == 4);
+        CHECK(q.class_served(2) == 4);
+    }
 }

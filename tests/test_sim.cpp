@@ -211,6 +211,10 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("queue: {fair: true, fair_lag: -1}\n"), Catch::Contains("'queue.fair_lag'"));
     CHECK(load_scenario("queue: {fair: true, fair_lag: 32}\n", "f.yaml").fair_lag == 32);
     CHECK(load_scenario("", "f.yaml").fair_lag == 0);
+    CHECK_THAT(error_of("queue: {chunk_follow: true}\n"), Catch::Contains("queue.chunk_follow needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {fair: true, chunk_follow: 3}\n"), Catch::Contains("'queue.chunk_follow'"));
+    CHECK(load_scenario("queue: {fair: true, chunk_follow: true}\n", "f.yaml").chunk_follow);
+    CHECK(!load_scenario("", "f.yaml").chunk_follow);
     const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
     CHECK(s.clusters == 5);
     CHECK_FALSE(s.aggregation);

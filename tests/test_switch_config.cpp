@@ -371,6 +371,10 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"fair_lag not a number", kTwoPorts + "aggregation: {fair_lag: some}\n", {"aggregation.fair_lag:"}},
         {"fair_lag without fair queues", kTwoPorts + "aggregation: {fair_lag: 32}\n",
          {"aggregation.fair_lag: fair_lag needs fair queues: aggregation.scheduling: drr"}},
+        {"chunk_follow not a boolean", kTwoPorts + "aggregation: {scheduling: drr, chunk_follow: 2}\n",
+         {"aggregation.chunk_follow:"}},
+        {"chunk_follow without fair queues", kTwoPorts + "aggregation: {chunk_follow: true}\n",
+         {"aggregation.chunk_follow: chunk_follow needs fair queues: aggregation.scheduling: drr"}},
         {"cluster weight zero", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, weight: 0, members: [10.0.0.1]}\n",
          {"aggregation.clusters[0].weight: expected an integer in 1..1000, got 0"}},
         {"mtu above jumbo", "ports:\n  - {name: a, device: net_null0, mtu: 9001}\n  - {name: b, device: net_null1}\n",
@@ -437,6 +441,11 @@ TEST_CASE("fair scheduling keys: aggregation.scheduling, clusters[].weight, a po
     const SwitchConfig lag = parse_switch_config(kTwoPorts + "aggregation: {scheduling: drr, fair_lag: 32}\n", "lag.yaml");
     CHECK(lag.fair_lag == 32);
     CHECK(parse_switch_config(to_yaml(lag), "round-trip") == lag);
+    // aggregation.chunk_follow: off unless set; round trip.
+    CHECK(!cfg.chunk_follow);
+    const SwitchConfig follow = parse_switch_config(kTwoPorts + "aggregation: {scheduling: drr, chunk_follow: true}\n", "f.yaml");
+    CHECK(follow.chunk_follow);
+    CHECK(parse_switch_config(to_yaml(follow), "round-trip") == follow);
 }
 
 TEST_CASE("load_switch_config: missing file and file errors name the path") {

@@ -446,6 +446,9 @@ TEST_CASE("verify YAML: bounded-lag fair queues (aggregation.fair_lag) are refus
     std::ofstream(dir / "lag.yaml") << ports << "aggregation: {scheduling: drr, fair_lag: 32}\n";
     std::ofstream(dir / "drr.yaml") << ports << "aggregation: {scheduling: drr, fair_lag: 0}\n";
     std::ofstream(dir / "fifo-lag.yaml") << ports << "aggregation: {scheduling: fifo, fair_lag: 32}\n";
+    std::ofstream(dir / "follow.yaml") << ports << "aggregation: {scheduling: drr, chunk_follow: true}\n";
+    CHECK(config_error("switch_config: follow.yaml\n", dir.string()).find("aggregation.chunk_follow is true") !=
+          std::string::npos);
     const std::string lag = config_error("switch_config: lag.yaml\n", dir.string());
     CHECK(lag.find("aggregation.fair_lag is 32") != std::string::npos);
     CHECK(lag.find("not modelled") != std::string::npos);

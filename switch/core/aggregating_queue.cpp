@@ -89,6 +89,11 @@ struct AggregatingQueue::Impl {
     std::uint64_t index_mask;
     int index_shift;  // 64 - log2(index size), for Fibonacci hashing
     QueueStats stats;
+    // Chunk following: the (cluster, chunk) of the last merged head, and the seq bound of the packets
+    // that were waiting when it was at the head (0: no chunk is being followed).
+    std::uint16_t follow_cluster = 0;
+    std::uint16_t follow_chunk_index = 0;
+    std::uint64_t follow_bound = 0;
 
     explicit Impl(const QueueConfig& c)
         : cfg(c),
@@ -376,6 +381,47 @@ struct AggregatingQueue::Impl {
         return exceptions;
     }
 
+    // Points key's index entry from seq `from` to seq `to`, if it points at `from`.
+    void index_move(std::uint64_t key, std::uint64_t from, std::uint64_t to) noexcept {
+        const std::size_t slot = index_find(key);
+        if (slot != index.size() && index[slot].seq == from) index[slot].seq = to;
+    }
+
+    // Moves the packet at seq to the head; the packets in [head, seq) move one place back, in order.
+    void move_to_head(std::uint64_t seq) noexcept {
+        const Slot moved = at(seq);
+        const MergeInfo moved_info = info_at(seq);
+        for (std::uint64_t j = seq; j > head; --j) {
+            at(j) = at(j - 1);
+            info_at(j) = info_at(j - 1);
+            if (at(j).flags & kIndexed) index_move(key_of(j), j - 1, j);
+        }
+        at(head) = moved;
+        info_at(head) = moved_info;
+        if (moved.flags & kIndexed) index_move(key_of(head), seq, head);
+    }
+
+    bool follow_chunk() noexcept {
+        if (head == tail || !(at(head).flags & kMergeable)) return false;
+        // The oldest packet of the followed chunk among those waiting when its first packet was chosen.
+        const std::uint64_t end = std::min(tail, follow_bound);
+        for (std::uint64_t s = head; s < end; ++s) {
+            if (!(at(s).flags & kMergeable)) continue;
+            const MergeInfo& m = info_at(s);
+            if (m.cluster_id != follow_cluster || m.chunk_index != follow_chunk_index) continue;
+            if (s == head) return false;  // already at the head (a repeated call)
+            move_to_head(s);
+            ++stats.followed;
+            return true;
+        }
+        // A head of its own: if it merged, the packets of its chunk waiting now follow it.
+        const MergeInfo& h = info_at(head);
+        follow_cluster = h.cluster_id;
+        follow_chunk_index = h.chunk_index;
+        follow_bound = at(head).contributions > 1 ? tail : 0;
+        return false;
+    }
+
     // Removes up to max packets from the head, handing each to emit(i, slot, sojourn); statistics
     // are summed locally and stored once.
     template <typename Emit>
@@ -404,7 +450,7 @@ struct AggregatingQueue::Impl {
         // An empty queue has an empty index (every indexed packet leaves it on dequeue), so the
         // sequence numbers can start again at 0: a queue that keeps draining then reuses its first
         // few slots, which stay in L1, instead of sweeping the whole ring through the cache.
-        if (head == tail) head = tail = 0;
+        if (head == tail) head = tail = follow_bound = 0;
         bytes -= out_bytes;
         stats.dequeued += n;
         stats.dequeued_bytes += out_bytes;
@@ -448,6 +494,8 @@ void fill(Departure& d, const Slot& e, std::uint64_t sojourn) noexcept {
     d.marked = (e.flags & kMarked) != 0;
 }
 }  // namespace
+
+bool AggregatingQueue::follow_chunk() noexcept { return impl_->follow_chunk(); }
 
 bool AggregatingQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
     return impl_->dequeue_burst(now, 1, [&](std::uint32_t, const Slot& e, std::uint64_t sojourn) {

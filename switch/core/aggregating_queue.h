@@ -87,6 +87,7 @@ struct QueueStats {
     std::uint64_t sojourn_max_ticks = 0;
     std::uint64_t bypassed = 0;          // of enqueued (and dequeued): found the queue empty and went
                                          // straight to the transmitter without taking a slot
+    std::uint64_t followed = 0;          // packets moved to the head by follow_chunk()
 };
 
 class AggregatingQueue {
@@ -107,6 +108,14 @@ public:
     std::uint32_t front_len() const noexcept;
     // Updates the packet at the head carries (0 for non-gradients or if empty; for DRR).
     std::uint16_t front_contributions() const noexcept;
+    // Chunk following (PortQueue's chunk_follow, docs/queue.md "Chunk following"): call before each
+    // front_len()/dequeue(). When the head is a gradient that carries merged contributions (more than
+    // one), the gradients of the same cluster and chunk that are waiting at that moment leave right
+    // after it, oldest first, before anything else (the packets they pass keep their order, one place
+    // later); otherwise the queue stays FIFO. Returns true if it moved a packet to the head (counted in
+    // stats().followed). Calling it again before the next dequeue changes nothing. O(depth) slot reads
+    // while a chunk is being followed; no allocation.
+    bool follow_chunk() noexcept;
     // Removes the head; false if empty. Marks it if its sojourn exceeds the threshold.
     bool dequeue(std::uint64_t now, Departure& out) noexcept;
     // Removes up to max packets from the head into out[0..n) and returns n: the same as n calls of

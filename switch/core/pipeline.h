@@ -152,7 +152,7 @@ public:
             : name(pc.name),
               max_frame(pc.mtu + kFrameOverhead),
               queue(queue_config_from(cfg, pc, hz), pc.scheduling.value_or(cfg.scheduling), scheduling_classes_from(cfg), 1,
-                    cfg.fair_lag),
+                    cfg.fair_lag, cfg.chunk_follow),
               bucket(pc.shaper.rate_bps, pc.shaper.burst_bytes, hz),
               // A queue with a byte limit below the largest single-segment frame could tail-drop a
               // frame that finds it empty; such a port never bypasses, so bypassing never changes

@@ -14,8 +14,10 @@ constexpr std::uint32_t kQuantumPerWeight = 1;
 }  // namespace
 
 PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
-                     std::uint32_t default_weight, std::uint32_t fair_lag)
-    : scheduling_(scheduling), fair_lag_(scheduling == Scheduling::Drr ? fair_lag : 0) {
+                     std::uint32_t default_weight, std::uint32_t fair_lag, bool chunk_follow)
+    : scheduling_(scheduling),
+      fair_lag_(scheduling == Scheduling::Drr ? fair_lag : 0),
+      chunk_follow_(scheduling == Scheduling::Drr && chunk_follow) {
     for (const SchedulingClass& c : classes) {
         if (shares_.size() + 1 >= kDefaultClass || share_of(c.cluster_id) != SIZE_MAX) continue;
         const std::pair<std::uint16_t, std::uint16_t> entry{c.cluster_id, static_cast<std::uint16_t>(shares_.size())};
@@ -154,6 +156,7 @@ QueueStats PortQueue::stats() const noexcept {
         s.sojourn_sum_ticks += x.sojourn_sum_ticks;
         s.sojourn_max_ticks = std::max(s.sojourn_max_ticks, x.sojourn_max_ticks);
         s.bypassed += x.bypassed;
+        s.followed += x.followed;
     }
     return s;
 }
@@ -178,6 +181,7 @@ std::size_t PortQueue::pick() noexcept {
             deficit_[current_] += quantum_[current_];
             turn_started_ = true;
         }
+        if (chunk_follow_ && current_ != 0) q.follow_chunk();  // before its head's cost is read
         const std::int64_t cost = std::max<std::uint16_t>(q.front_contributions(), 1);
         if (deficit_[current_] >= cost) {
             picked_ = current_;
@@ -204,6 +208,7 @@ std::size_t PortQueue::pick_bounded_lag() noexcept {
     for (std::size_t k = 0; k < n; ++k) {
         const std::size_t i = (current_ + k) % n;
         if (queues_[i]->depth() != 0 && service_[i] <= bound) {
+            if (chunk_follow_ && i != 0) queues_[i]->follow_chunk();
             picked_ = i;
             return picked_;
         }

@@ -13,6 +13,11 @@
 // and a head that merged k contributions leaves at its turn instead of waiting for k quanta while
 // the other classes send single updates (docs/queue.md, "Bounded lag").
 //
+// With chunk_follow (off by default, DRR only) each cluster's class queue follows chunks: after a
+// head that carries merged contributions, the packets of the same chunk that were waiting behind it
+// (newer model versions) leave next, before the class's other packets (AggregatingQueue::
+// follow_chunk, docs/queue.md "Chunk following"). Which class sends, and the shares, do not change.
+//
 // The class queues are real AggregatingQueues: merging happens inside a class (merges never cross
 // clusters anyway), and each class has the port's capacity and marking depth, so one cluster's
 // backlog neither fills the others' buffer nor marks their arrivals. Single-threaded, no
@@ -53,8 +58,9 @@ public:
     // counted). Everything else (other traffic, unknown clusters) shares the default class, weight
     // default_weight.
     // fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin (DRR only).
+    // chunk_follow: the cluster classes follow chunks (DRR only; ignored under FIFO).
     PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<const SchedulingClass> classes,
-              std::uint32_t default_weight = 1, std::uint32_t fair_lag = 0);
+              std::uint32_t default_weight = 1, std::uint32_t fair_lag = 0, bool chunk_follow = false);
     ~PortQueue();
     PortQueue(const PortQueue&) = delete;
     PortQueue& operator=(const PortQueue&) = delete;
@@ -93,6 +99,7 @@ public:
     // Contributions (plus one per non-gradient packet) sent from each class: what DRR shares out.
     std::uint64_t class_served(std::size_t c) const noexcept { return served_[c]; }
     std::uint32_t fair_lag() const noexcept { return fair_lag_; }
+    bool chunk_follow() const noexcept { return chunk_follow_; }
     // Bounded-lag round robin: a class's service in contributions per unit of weight, scaled by
     // kServiceScale (exact for weights 1..16), as the rule compares it (0 under DRR).
     static constexpr std::int64_t kServiceScale = 720720;  // lcm(1..16)
@@ -117,6 +124,7 @@ private:
     std::vector<std::int64_t> service_;    // bounded-lag round robin: served per weight, scaled
     std::vector<std::int64_t> unit_cost_;  // kServiceScale / weight (rounded down past weight 16)
     std::uint32_t fair_lag_ = 0;
+    bool chunk_follow_ = false;
     std::vector<std::pair<std::uint16_t, std::uint8_t>> class_by_cluster_;  // sorted by cluster (DRR)
     std::size_t current_ = 0;        // DRR: the class whose turn it is
     bool turn_started_ = false;      // its quantum was added for this turn

@@ -338,7 +338,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     }
 
     if (auto x = top.get("aggregation")) {
-        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "clusters"});
+        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "chunk_follow", "clusters"});
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
         if (auto y = agg.get("scheduling"))
             cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
@@ -351,6 +351,16 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                                  });
             if (cfg.fair_lag != 0 && !any_drr)
                 r.fail(*y, "fair_lag needs fair queues: aggregation.scheduling: drr (or a port's queue.scheduling: drr)");
+        }
+        if (auto y = agg.get("chunk_follow")) {
+            cfg.chunk_follow = r.boolean(*y);
+            // It only reorders inside a fair (drr) queue's cluster classes: set with none, it would do nothing.
+            const bool any_drr = cfg.scheduling == Scheduling::Drr ||
+                                 std::any_of(cfg.ports.begin(), cfg.ports.end(), [](const PortConfig& p) {
+                                     return p.scheduling == Scheduling::Drr;
+                                 });
+            if (cfg.chunk_follow && !any_drr)
+                r.fail(*y, "chunk_follow needs fair queues: aggregation.scheduling: drr (or a port's queue.scheduling: drr)");
         }
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
@@ -566,6 +576,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
         << (cfg.non_member == NonMemberAction::ForwardUnmerged ? "forward" : "drop");
     out << YAML::Key << "scheduling" << YAML::Value << (cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
     out << YAML::Key << "fair_lag" << YAML::Value << cfg.fair_lag;
+    out << YAML::Key << "chunk_follow" << YAML::Value << cfg.chunk_follow;
     out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq;
     for (const ClusterConfig& c : cfg.clusters) {
         out << YAML::BeginMap;

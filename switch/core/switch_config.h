@@ -104,6 +104,10 @@ struct SwitchConfig {
     // under drr: one packet per class per turn, no class more than L contributions (per unit of
     // weight) ahead of the least-served backlogged one (docs/queue.md). 0..65535.
     std::uint32_t fair_lag = 0;
+    // aggregation.chunk_follow: under drr, after a head that carries merged contributions, the
+    // packets of its cluster and chunk waiting behind it (newer versions) leave next within the
+    // cluster's class (docs/queue.md, "Chunk following"). Off by default.
+    bool chunk_follow = false;
     std::vector<ClusterConfig> clusters;
 
     bool feedback = false;               // send FEEDBACK to senders of marked packets

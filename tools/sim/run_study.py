@@ -57,6 +57,11 @@ ARMS = {
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                        "transport.merge_floor=32"],
 }
+# shesha-lag plus chunk following in the fair queues (docs/queue.md, "Chunk following"): after a
+# merged head, the waiting packets of its chunk (newer versions) leave next within the cluster's
+# queue. merge+lag+follow: the same queues without window control (ablation).
+ARMS["shesha-follow"] = ARMS["shesha-lag"] + ["queue.chunk_follow=true"]
+ARMS["merge+lag+follow"] = ARMS["merge+lag"] + ["queue.chunk_follow=true"]
 # Version tolerance 4 at every switch (merges chunks up to 4 model versions apart), for merging
 # alone and for full Shesha alike: fewer distinct packets per chunk while versions are in flight.
 ARMS["merge-tol4"] = ARMS["merge"] + ["queue.version_tolerance=4"]

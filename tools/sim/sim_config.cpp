@@ -93,6 +93,7 @@ const std::map<std::string, Setter>& schema() {
         {"queue.version_tolerance", uint_field(&Scenario::version_tolerance, 0, 16)},
         {"queue.fair", bool_field(&Scenario::fair_scheduling)},
         {"queue.fair_lag", uint_field(&Scenario::fair_lag, 0, 65535)},
+        {"queue.chunk_follow", bool_field(&Scenario::chunk_follow)},
         {"queue.host_capacity_packets", uint_field(&Scenario::host_capacity_packets, 1, 1u << 20)},
         {"transport.window_control", bool_field(&Scenario::window_control)},
         {"transport.switch_feedback", bool_field(&Scenario::switch_feedback)},
@@ -181,6 +182,7 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))
         bad("transport.merge_floor must be 0 (off) or lie in [w_min, w_max]");
     if (s.fair_lag != 0 && !s.fair_scheduling) bad("queue.fair_lag needs queue.fair: true");
+    if (s.chunk_follow && !s.fair_scheduling) bad("queue.chunk_follow needs queue.fair: true");
     if (s.merge_floor != 0 && !s.merge_aware) bad("transport.merge_floor needs transport.merge_aware: true");
     if (std::uint64_t{s.chunks} * s.chunk_elems > UINT32_MAX) bad("workload.chunks * chunk_elems is too large");
     if (s.clusters > 65535) bad("workload.clusters must fit a 16-bit cluster id");

@@ -53,6 +53,7 @@ struct Scenario {
     std::uint32_t version_tolerance = 0;
     bool fair_scheduling = false;    // switch ports: DRR over clusters weighted by contributions (scheduling: drr)
     std::uint32_t fair_lag = 0;      // with fair_scheduling: bounded-lag round robin within this many contributions (0: DRR)
+    bool chunk_follow = false;       // with fair_scheduling: a merged head's chunk mates leave next (aggregation.chunk_follow)
     std::uint32_t host_capacity_packets = 256;  // worker NIC queue (plain FIFO)
 
     // transport

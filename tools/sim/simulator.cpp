@@ -327,6 +327,7 @@ struct Simulator::Impl final : FeedbackSink {
         cfg.non_member = core::NonMemberAction::ForwardUnmerged;
         cfg.scheduling = sc.fair_scheduling ? core::Scheduling::Drr : core::Scheduling::Fifo;
         cfg.fair_lag = sc.fair_lag;
+        cfg.chunk_follow = sc.chunk_follow;
         for (std::uint32_t i = 0; i < egress + ingress; ++i) cfg.ports.push_back(port_config(i, egress_gbps, i < egress));
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
             cfg.static_fdb.push_back({learner_mac(c), cfg.ports[dst_port(c)].name});

@@ -85,6 +85,9 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
             r.fail(*switch_config, fmt::format("aggregation.fair_lag is {}: the model schedules the fair queues by "
                                                "deficit round robin (fair_lag 0); bounded-lag round robin is not "
                                                "modelled", sw.fair_lag));
+        if (m.fair_scheduling && sw.chunk_follow)
+            r.fail(*switch_config, "aggregation.chunk_follow is true: the model serves each fair queue in FIFO order; "
+                                   "chunk following is not modelled");
         if (m.fair_scheduling)
             for (std::size_t i = 0; i < sw.clusters.size(); ++i)
                 if (sw.clusters[i].weight != 1)
