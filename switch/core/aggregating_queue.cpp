@@ -512,11 +512,17 @@ std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, Departure* out,
 std::uint32_t AggregatingQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
                                               std::uint16_t* contributions, std::uint32_t max,
                                               std::uint16_t* clusters) noexcept {
+    if (clusters == nullptr)
+        return impl_->dequeue_burst(now, max, [&](std::uint32_t i, const Slot& e, std::uint64_t) {
+            handles[i] = e.handle;
+            frame_lens[i] = e.frame_len;
+            contributions[i] = e.contributions;
+        });
     return impl_->dequeue_burst(now, max, [&](std::uint32_t i, const Slot& e, std::uint64_t) {
         handles[i] = e.handle;
         frame_lens[i] = e.frame_len;
         contributions[i] = e.contributions;
-        if (clusters != nullptr) clusters[i] = e.cluster_id;
+        clusters[i] = e.cluster_id;
     });
 }
 

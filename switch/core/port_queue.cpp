@@ -61,10 +61,10 @@ std::size_t PortQueue::class_of(std::uint16_t cluster_id) const noexcept {
 EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
     // Only a GRADIENT (it carries contributions) belongs to its cluster's class.
     const std::size_t c = a.contributions != 0 ? class_of(a.cluster_id) : 0;
-    const bool was_idle = queues_[c]->depth() == 0;
+    const bool was_idle = fair_lag_ != 0 && queues_[c]->depth() == 0;
     const EnqueueResult r = queues_[c]->enqueue(a, now);
     if (r.status == EnqueueStatus::Queued) {
-        if (fair_lag_ != 0 && was_idle) join(c);
+        if (was_idle) join(c);
         if (!shares_.empty() && a.contributions != 0) note_queued(a.cluster_id);
     }
     return r;
