@@ -179,6 +179,25 @@ sw::SwitchSnapshot snap(sw::Switch& s, std::uint64_t now) {
     return s.snapshot(now);
 }
 
+// Port 1 (towards the learner) shaped to 1 Mbit/s with a 9100 B bucket.
+void shape_learner_port(core::SwitchConfig& cfg) {
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+}
+
+// The learner announces itself on p1; then eight 1400 B fillers from p0 exhaust the shaped port's
+// bucket: six leave (6 x 1424 wire bytes), two wait, so whatever follows queues behind them.
+void announce_learner_and_fill(Rig& rig, sw::Switch& s, std::uint64_t now, const frame::MacAddr& learner,
+                               std::uint32_t learner_ip) {
+    rig.inject(1, l2_frame(learner, kBroadcast, 0));
+    run_round(s, now);
+    Rig::free_all(rig.take(0));
+    for (int i = 0; i < 8; ++i)
+        rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+    run_round(s, now);
+}
+
 }  // namespace
 
 TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
@@ -344,24 +363,14 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
     INFO("lcores " << lcores);
     Rig rig(2);
     core::SwitchConfig cfg = rig.config(lcores);
-    cfg.ports[1].shaper.rate_bps = 1'000'000;  // 1 Mbit/s towards the learner
-    cfg.ports[1].shaper.burst_bytes = 9100;
+    shape_learner_port(cfg);
     rig.start(cfg);
     const frame::MacAddr learner = mac(0x50);
     const std::uint32_t learner_ip = host_ip(0x50);
     {
         sw::Switch s(cfg, rig.ids, g_pool, kHz);
         std::uint64_t now = kHz;
-        // The learner announces itself on p1.
-        rig.inject(1, l2_frame(learner, kBroadcast, 0));
-        run_round(s, now);
-        Rig::free_all(rig.take(0));
-
-        // Eight 1400 B fillers exhaust the 9100 B bucket: six leave (6 x 1424 wire bytes), two wait.
-        for (int i = 0; i < 8; ++i)
-            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
-                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
-        run_round(s, now);
+        announce_learner_and_fill(rig, s, now, learner, learner_ip);
         REQUIRE(snap(s, now).ports[1].queue_depth == 2);
 
         // Four workers' gradients for the same (cluster, chunk, version), one per round, time frozen.
@@ -620,21 +629,15 @@ TEST_CASE("each cluster's share of a port: contributions served, and served whil
     core::SwitchConfig cfg = rig.config(lcores);
     cfg.clusters.push_back({8, true, 0, {}, {host_ip(5), host_ip(6)}});
     if (drr) cfg.scheduling = core::Scheduling::Drr;
-    cfg.ports[1].shaper.rate_bps = 1'000'000;
-    cfg.ports[1].shaper.burst_bytes = 9100;
+    shape_learner_port(cfg);
     rig.start(cfg);
     const frame::MacAddr learner = mac(0x50);
     const std::uint32_t learner_ip = host_ip(0x50);
     {
         sw::Switch s(cfg, rig.ids, g_pool, kHz);
         std::uint64_t now = kHz;
-        rig.inject(1, l2_frame(learner, kBroadcast, 0));
-        run_round(s, now);
-        Rig::free_all(rig.take(0));
-        // Fillers exhaust the bucket, so what follows waits: two chunks of cluster 7, one of cluster 8.
-        for (int i = 0; i < 8; ++i)
-            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
-                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x11)));
+        announce_learner_and_fill(rig, s, now, learner, learner_ip);
+        // Behind the two waiting fillers: two chunks of cluster 7, one of cluster 8.
         rig.inject(0, gradient_frame(1, learner, learner_ip, 7, 0));
         rig.inject(0, gradient_frame(2, learner, learner_ip, 7, 1));
         rig.inject(0, gradient_frame(5, learner, learner_ip, 8, 0));
