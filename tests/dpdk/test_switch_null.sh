@@ -78,17 +78,32 @@ print("stats:", [(p["name"], p["rx_packets"], p["tx_packets"]) for p in s["ports
 PY
 check "stats JSON shows packets forwarded on both ports" $?
 
-# --- SIGINT stops cleanly, stats still written -------------------------------------------------
+# --- SIGINT stops cleanly, stats still written (with two clusters: their shares on telemetry) ----
 json2="$work/stats-sigint.json"
-timeout 60 "$bin" -c "$config" --stats-json "$json2" -- --file-prefix "shesha-null-int-$$" \
+sed 's/^  clusters: \[\].*/  clusters: [{id: 1, members: ["10.0.0.1"]}, {id: 2, members: ["10.0.0.2"]}]/' "$config" >"$work/two.yaml"
+check "two-cluster variant of the config written" $(grep -q "id: 2" "$work/two.yaml"; echo $?)
+timeout 60 "$bin" -c "$work/two.yaml" --stats-json "$json2" -- --file-prefix "shesha-null-int-$$" \
     >"$work/int.out" 2>"$work/int.err" &
 pid=$!
 # Forwarding: the first periodic statistics line shows packets moving.
 for _ in $(seq 1 100); do grep -q "rx .*pps" "$work/int.out" "$work/int.err" 2>/dev/null && break; sleep 0.1; done
+if command -v dpdk-telemetry.py >/dev/null; then
+    printf '/shesha/shares,null1\n' | timeout 10 dpdk-telemetry.py -f "shesha-null-int-$$" >"$work/shares.txt" 2>&1
+    # net_null frames are not gradients: both clusters listed, nothing served.
+    check "telemetry /shesha/shares,null1 lists both clusters with 0 served" $(python3 -c "
+import json, sys
+r = [json.loads(l) for l in open('$work/shares.txt') if l.startswith('{')][0]['/shesha/shares']
+sys.exit(0 if r == {'c1/served': 0, 'c1/contended': 0, 'c2/served': 0, 'c2/contended': 0} else 1)"; echo $?)
+fi
 kill -INT "$pid"
 wait "$pid"; rc=$?
 check "SIGINT stop exits 0 (got $rc)" $([ "$rc" -eq 0 ]; echo $?)
 check "SIGINT stop writes stats" $(python3 -c "import json,sys; s=json.load(open('$json2')); sys.exit(0 if s['ports'][0]['tx_packets'] > 0 else 1)"; echo $?)
+check "stats JSON lists both clusters' shares per port" $(python3 -c "
+import json, sys
+s = json.load(open('$json2'))
+sys.exit(0 if all([c['cluster'] for c in p['clusters']] == [1, 2] and all(c['served_contributions'] == 0 for c in p['clusters'])
+                  for p in s['ports']) else 1)"; echo $?)
 # A stopped switch removes its EAL runtime directory (the trap only covers a crash).
 check "no DPDK runtime directory left behind" $([ ! -e "/var/run/dpdk/shesha-null-test-$$" ] && [ ! -e "/var/run/dpdk/shesha-null-int-$$" ]; echo $?)
 
