@@ -31,6 +31,7 @@ expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged
 expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
 expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..2048 (above 356 the rack runs at MTU 9000), got 9000"
 expect_error learners 's/^seeds:/learners: pooled\nseeds:/' "learners: per_cluster or shared, got 'pooled'"
+expect_error weight 's/    chunk_elems: 256/    chunk_elems: 256\n    weight: 0/' "clusters[0].weight: an integer in 1..1000 (its share of a port under drr scheduling), got 0"
 /usr/bin/sed 's/^seeds:/learners: shared\nseeds:/' configs/lab-staleness.yaml > "$out/shared.yaml"
 $py tools/lab/shesha-lab check "$out/shared.yaml" > "$out/shared.log" 2>&1 || { cat "$out/shared.log" >&2; fail "learners: shared does not check"; }
 grep -q '^# .* hosts: learners=' "$out/shared.log" || { cat "$out/shared.log" >&2; fail "learners: shared: no shared learner host in the plan"; }
