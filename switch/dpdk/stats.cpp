@@ -65,6 +65,7 @@ Fields queue_fields(const PortSnapshot& p) {
         {"sojourn_sum_ticks", q.sojourn_sum_ticks},
         {"sojourn_max_ticks", q.sojourn_max_ticks, Kind::Gauge},
         {"bypassed", q.bypassed},
+        {"followed", q.followed},
     };
 }
 
