@@ -377,26 +377,17 @@ int per_port(const char* params, rte_tel_data* d, Fields (*fields)(const PortSna
 int tel_ports(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, port_fields, false); }
 int tel_queues(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, queue_fields, true); }
 
-// Each port's per-cluster shares: keys "<port>/c<cluster>/served" and ".../contended"
-// (contributions); with a port name or index, that port only, keys "c<cluster>/...".
-int tel_shares(const char*, const char* params, rte_tel_data* d) {
-    std::lock_guard lock(g_tel_mutex);
-    rte_tel_data_start_dict(d);
-    if (g_tel_switch == nullptr) return 0;
-    const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
-    const std::string want = params ? params : "";
-    for (std::size_t i = 0; i < s.ports.size(); ++i) {
-        const auto& p = s.ports[i];
-        if (!(want.empty() || want == p.name || want == std::to_string(i))) continue;
-        const std::string prefix = want.empty() ? p.name + "/" : std::string();
-        for (const ClusterShareSnapshot& c : p.clusters) {
-            const std::string key = fmt::format("{}c{}/", prefix, c.cluster_id);
-            rte_tel_data_add_dict_u64(d, tel_key(key + "served").c_str(), c.served);
-            rte_tel_data_add_dict_u64(d, tel_key(key + "contended").c_str(), c.contended);
-        }
+// Each port's per-cluster shares, keys "c<cluster>/served" and "c<cluster>/contended" (contributions).
+Fields share_fields(const PortSnapshot& p) {
+    Fields f;
+    for (const ClusterShareSnapshot& c : p.clusters) {
+        f.push_back({fmt::format("c{}/served", c.cluster_id), c.served});
+        f.push_back({fmt::format("c{}/contended", c.cluster_id), c.contended});
     }
-    return 0;
+    return f;
 }
+
+int tel_shares(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, share_fields, false); }
 
 int tel_malformed(const char*, const char*, rte_tel_data* d) {
     std::lock_guard lock(g_tel_mutex);
