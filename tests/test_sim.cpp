@@ -236,3 +236,43 @@ TEST_CASE("contended service at a shared learner port: counted, and equal per cl
     CHECK(fair.jain_contended > 0.999);
     CHECK(fair.jain_contended <= 1.0);
 }
+
+TEST_CASE("clusters of different sizes: FIFO shares the port per worker, fair queues per cluster") {
+    const auto scenario = [](bool fair) {
+        return load_scenario(fmt::format(
+            "seed: 3\nduration_ms: 3\ntopology: {{kind: tor, shared_bottleneck: true}}\n"
+            "workload: {{clusters: 2, cluster_workers: '8, 24', chunks: 8, chunk_elems: 256, compute_us: 200}}\n"
+            "links: {{learner_gbps: 10}}\nqueue: {{aggregation: false, capacity_packets: 256, fair: {}}}\n", fair), "test");
+    };
+    const Scenario s = scenario(false);
+    CHECK(s.total_workers() == 32);
+    CHECK(s.first_worker(1) == 8);
+    const Summary fifo = run(s);
+    const Summary fair = run(scenario(true));
+    REQUIRE(fifo.per_cluster.size() == 2);
+    CHECK(fifo.per_cluster[0].workers == 8);
+    CHECK(fifo.per_cluster[1].workers == 24);
+    CHECK(fifo.workers == 32);
+    // Offered 8:24 into one 10 GbE port: FIFO serves about that (Jain near 1/(2 (1/16 + 9/16)) = 0.8),
+    // the fair queues half each.
+    CHECK(fifo.jain_contended < 0.9);
+    CHECK(fair.jain_contended > 0.99);
+    for (const Summary* r : {&fifo, &fair}) CHECK(r->contributions_sent == r->contributions_applied + r->contributions_dropped);
+}
+
+TEST_CASE("workload.cluster_workers: one count per cluster, each 1..65536") {
+    const auto error_of = [](const std::string& text) {
+        try {
+            load_scenario(text, "f.yaml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
+               Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,,3'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,x'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK(load_scenario("workload: {clusters: 2, cluster_workers: '3, 5'}\n", "f.yaml").workers_in(1) == 5);
+}

@@ -76,6 +76,18 @@ const std::map<std::string, Setter>& schema() {
         {"topology.spines", uint_field(&Scenario::spines, 1, 1024)},
         {"workload.clusters", uint_field(&Scenario::clusters, 1, 4096)},
         {"workload.workers_per_cluster", uint_field(&Scenario::workers_per_cluster, 1, 65536)},
+        {"workload.cluster_workers",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             // A comma-separated list, one count per cluster ("2,4"); empty keeps workers_per_cluster.
+             s.cluster_workers.clear();
+             std::stringstream in(v.text);
+             for (std::string item; std::getline(in, item, ',');) {
+                 const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+                 if (b == std::string::npos) fail(k, v, "expected a comma-separated list of worker counts");
+                 s.cluster_workers.push_back(static_cast<std::uint32_t>(
+                     parse_uint(k, FlatValue{item.substr(b, e - b + 1), v.where}, 1, 65536)));
+             }
+         }},
         {"workload.compute_us", double_field(&Scenario::compute_us, 0.001, 1e7)},
         {"workload.jitter", double_field(&Scenario::jitter, 0, 1)},
         {"workload.chunks", uint_field(&Scenario::chunks, 1, 4096)},
@@ -186,7 +198,12 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     if (s.merge_floor != 0 && !s.merge_aware) bad("transport.merge_floor needs transport.merge_aware: true");
     if (std::uint64_t{s.chunks} * s.chunk_elems > UINT32_MAX) bad("workload.chunks * chunk_elems is too large");
     if (s.clusters > 65535) bad("workload.clusters must fit a 16-bit cluster id");
-    if (std::uint64_t{s.clusters} * s.workers_per_cluster > (1u << 20)) bad("more than 2^20 workers in total");
+    if (!s.cluster_workers.empty() && s.cluster_workers.size() != s.clusters)
+        bad(fmt::format("workload.cluster_workers lists {} counts for {} clusters (workload.clusters)",
+                        s.cluster_workers.size(), s.clusters));
+    std::uint64_t total = 0;
+    for (std::uint32_t c = 0; c < s.clusters; ++c) total += s.workers_in(c);
+    if (total > (1u << 20)) bad("more than 2^20 workers in total");
     return s;
 }
 

@@ -32,6 +32,16 @@ struct Scenario {
     // workload
     std::uint32_t clusters = 4;
     std::uint32_t workers_per_cluster = 16;
+    std::vector<std::uint32_t> cluster_workers;  // per-cluster worker counts; empty: workers_per_cluster each
+    std::uint32_t workers_in(std::uint32_t c) const noexcept {
+        return cluster_workers.empty() ? workers_per_cluster : cluster_workers[c];
+    }
+    std::uint32_t first_worker(std::uint32_t c) const noexcept {  // workers are numbered cluster by cluster
+        std::uint32_t first = 0;
+        for (std::uint32_t i = 0; i < c; ++i) first += workers_in(i);
+        return first;
+    }
+    std::uint32_t total_workers() const noexcept { return first_worker(clusters); }
     double compute_us = 1000;        // T_compute: mean time between a worker's updates
     double jitter = 0.1;             // each interval is uniform in compute * [1 - jitter, 1 + jitter]
     std::uint32_t chunks = 8;        // K chunks per update

@@ -335,7 +335,7 @@ struct Simulator::Impl final : FeedbackSink {
             cc.id = static_cast<std::uint16_t>(c);
             cc.aggregation = sc.aggregation;
             cc.version_tolerance = sc.version_tolerance;
-            for (std::uint32_t i = 0; i < sc.workers_per_cluster; ++i) cc.member_ips.push_back(worker_ip(c * sc.workers_per_cluster + i));
+            for (std::uint32_t i = 0; i < sc.workers_in(c); ++i) cc.member_ips.push_back(worker_ip(sc.first_worker(c) + i));
             cfg.clusters.push_back(std::move(cc));
         }
         auto sw = std::make_unique<SimSwitch>();
@@ -379,7 +379,7 @@ struct Simulator::Impl final : FeedbackSink {
     // sends learner c's MAC up to spine c % spines), so it can merge at every hop; the spines go
     // down to the learners' leaf. Learner ports: one per cluster, or one shared by all clusters.
     void build_topology() {
-        const std::uint32_t n_workers = sc.clusters * sc.workers_per_cluster;
+        const std::uint32_t n_workers = sc.total_workers();
         const bool leaf_spine = sc.topology == TopologyKind::LeafSpine;
         const std::uint32_t learner_ports = sc.shared_bottleneck ? 1 : sc.clusters;
         const auto learner_port_of = [&](std::uint32_t c) { return sc.shared_bottleneck ? 0u : c; };
@@ -416,8 +416,10 @@ struct Simulator::Impl final : FeedbackSink {
         workers.resize(n_workers);
         worker_nic.resize(n_workers);
         std::vector<std::uint32_t> next_leaf_port(sc.leaves, sc.spines);
+        std::uint16_t c = 0;
+        std::uint32_t next_cluster_at = sc.workers_in(0);
         for (std::uint32_t w = 0; w < n_workers; ++w) {
-            const std::uint16_t c = static_cast<std::uint16_t>(w / sc.workers_per_cluster);
+            while (w == next_cluster_at) next_cluster_at += sc.workers_in(++c);
             Worker& wk = workers[w];
             wk.cluster = c;
             transport::SenderConfig cfg;
@@ -458,13 +460,13 @@ struct Simulator::Impl final : FeedbackSink {
         }
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
             auto L = std::make_unique<Learner>(sample_ns);
-            std::vector<std::uint32_t> ids(sc.workers_per_cluster);
-            for (std::uint32_t i = 0; i < sc.workers_per_cluster; ++i) ids[i] = c * sc.workers_per_cluster + i;
+            std::vector<std::uint32_t> ids(sc.workers_in(c));
+            for (std::uint32_t i = 0; i < sc.workers_in(c); ++i) ids[i] = sc.first_worker(c) + i;
             L->reassembler = std::make_unique<transport::Reassembler>(layout, static_cast<std::uint16_t>(c));
             L->planner = std::make_unique<transport::CreditPlanner>(static_cast<std::uint16_t>(c), ids);
             L->grants.resize(L->planner->max_grants());
             L->target.assign(layout.model_elems, 0.0f);
-            L->workers = sc.workers_per_cluster;
+            L->workers = sc.workers_in(c);
             learners.push_back(std::move(L));
         }
     }
