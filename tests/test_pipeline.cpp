@@ -757,21 +757,25 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
 
 TEST_CASE("receive_burst's staging cursor and per-packet route() give identical outputs and counters", "[pipeline]") {
     // The one-lcore fast path stages GRADIENTs of members like other frames when their enqueue
-    // cannot mark them (FIFO port below its marking depth). On random traffic with marking,
-    // FEEDBACK, shaping, DRR and version tolerance, it must send the same bytes, in the same order,
-    // with the same counters, as route() per packet.
+    // cannot mark them (port below its marking depth). On random traffic with marking, FEEDBACK,
+    // shaping, DRR (with bounded lag and chunk following) and version tolerance, it must send the
+    // same bytes, in the same order, with the same counters, as route() per packet.
     struct Variant {
         const char* name;
         std::uint32_t mark_depth;
         core::Scheduling scheduling;
         std::uint32_t tolerance;
         bool aggregation;
+        std::uint32_t fair_lag = 0;
+        bool chunk_follow = false;
     };
     const std::vector<Variant> variants = {
         {"fifo, no marking", 0, core::Scheduling::Fifo, 0, true},
         {"fifo, marking at 6", 6, core::Scheduling::Fifo, 0, true},
         {"fifo, marking at 20, tolerance 2", 20, core::Scheduling::Fifo, 2, true},
         {"drr, marking at 6", 6, core::Scheduling::Drr, 1, true},
+        {"drr, no marking", 0, core::Scheduling::Drr, 0, true},
+        {"drr, marking at 20, bounded lag 4, chunk following", 20, core::Scheduling::Drr, 1, true, 4, true},
         {"fifo, aggregation off", 6, core::Scheduling::Fifo, 0, false},
     };
     for (const Variant& v : variants) {
@@ -784,6 +788,8 @@ TEST_CASE("receive_burst's staging cursor and per-packet route() give identical 
                 cfg.feedback = true;
                 cfg.feedback_interval_us = 50;
                 cfg.scheduling = v.scheduling;
+                cfg.fair_lag = v.fair_lag;
+                cfg.chunk_follow = v.chunk_follow;
                 cfg.clusters[0].version_tolerance = v.tolerance;
                 cfg.clusters.push_back({8, true, v.tolerance, {}, {host_ip(5), host_ip(6)}});
                 cfg.ports[1].shaper.rate_bps = 1'000'000'000;  // the learner's port: a queue builds up

@@ -431,16 +431,16 @@ public:
     }
 
     // Whether a GRADIENT for port `out` may be staged like any other arrival instead of enqueued
-    // at once (enqueue_gradient): when the port has one class (FIFO scheduling) and its enqueue
-    // cannot mark it, because even with every arrival staged ahead of it queued the depth it finds
-    // stays below the marking depth. Unmarked, its enqueue has no effect beyond its own packet (no
-    // FEEDBACK), so the queue sees the same enqueues, in the same order, either way. The cursor's
-    // count is the live one for the port it has open.
+    // at once (enqueue_gradient): when its enqueue cannot mark it, because even with every arrival
+    // staged ahead of it queued, the depth it finds stays below the marking depth (under DRR the
+    // port's total depth bounds its class's). Unmarked, its enqueue has no effect beyond its own
+    // packet (no FEEDBACK), so the queue sees the same enqueues, in the same order, either way. The
+    // cursor's count is the live one for the port it has open.
     [[gnu::always_inline]] inline bool stages_gradient(std::uint16_t out, const Port* cursor_port,
                                                        std::uint32_t cursor_staged) const noexcept {
         const Port& port = *ports_[out];
         const std::uint32_t staged = &port == cursor_port ? cursor_staged : port.n_staged;
-        return port.queue.class_count() == 1 && (port.mark_depth == 0 || port.queue.depth() + staged < port.mark_depth);
+        return port.mark_depth == 0 || port.queue.depth() + staged < port.mark_depth;
     }
 
     // Forwards packets classified elsewhere (an RX lcore's classify()); then finish_forwarding().

@@ -72,6 +72,15 @@ EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
 
 std::uint32_t PortQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
                                        EnqueueResult* results) noexcept {
+    if (queues_.size() > 1) {
+        // Per-cluster classes: each arrival to its own class, in order, as n calls of enqueue().
+        std::uint32_t exceptions = 0;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            results[i] = enqueue(arrivals[i], now);
+            exceptions += results[i].status != EnqueueStatus::Queued || results[i].marked;
+        }
+        return exceptions;
+    }
     const bool was_idle = fair_lag_ != 0 && queues_[0]->depth() == 0;
     const std::uint32_t r = queues_[0]->enqueue_burst(arrivals, n, now, results);
     if (was_idle && queues_[0]->depth() != 0) join(0);

@@ -68,7 +68,8 @@ public:
     // GRADIENTs go to their cluster's class; non-gradients (a.mergeable false and contributions 0)
     // and unknown clusters to the default class.
     EnqueueResult enqueue(const Arrival& a, std::uint64_t now) noexcept;
-    // Arrivals that are not gradients (all into the default class), as AggregatingQueue::enqueue_burst.
+    // As n calls of enqueue(), in order: one AggregatingQueue::enqueue_burst under FIFO, each arrival
+    // to its class under DRR. Returns how many results are not {Queued, unmarked}.
     std::uint32_t enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now, EnqueueResult* results) noexcept;
 
     // Frame length of the packet the scheduler sends next (0 if empty). Under DRR this commits the
