@@ -92,7 +92,8 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     const MapView map = r.map(v, {"chunk_elems", "w_init", "w_min", "w_max", "additive_increase", "gain",
                                   "alpha_init", "credit_timeout_ms", "merge_version_gap", "merge_aware", "merge_floor"});
     if (auto x = map.get("chunk_elems")) t.chunk_elems = static_cast<std::uint32_t>(r.uint(*x, 1, proto::kMaxElements));
-    if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0, 65535.0);
+    // Below 1 the sender paces: one chunk in flight, the next (1/W - 1) round trips after its credit.
+    if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0 / 1024, 65535.0);
     if (auto x = map.get("w_max")) t.w_max = r.number(*x, 1.0, 65535.0);
     if (auto x = map.get("w_init")) t.w_init = r.number(*x, 1.0, 65535.0);
     // Cross-field checks point at the first of the involved keys that was given.

@@ -150,6 +150,11 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(aware.merge_aware);
     CHECK(aware.merge_floor == 8);
     CHECK(transport::validate(aware).empty());
+    // A window below one chunk paces the sender (docs/transport.md).
+    const transport::SenderConfig paced = drl::sender_config(
+        drl::parse_cluster_config("env: CartPole-v1\ntransport: {w_min: 0.0625, w_init: 1}\n", "m.yaml"), 1, 1, 100);
+    CHECK(paced.w_min == 0.0625);
+    CHECK(transport::validate(paced).empty());
 }
 
 TEST_CASE("cluster config: merge_aware and merge_floor errors name the key") {
@@ -176,6 +181,7 @@ TEST_CASE("cluster config: errors name the file, line and key") {
     CHECK(error_of("seed: 1\n") == "test.yaml:1:1: (top level): missing required key 'env'");
     CHECK(error_of("env: CartPole-v1\nlearner: {staleness_scaling: maybe}\n") ==
           "test.yaml:2:30: learner.staleness_scaling: expected true or false, got 'maybe'");
+    CHECK(error_of("env: CartPole-v1\ntransport: {w_min: 0}\n").find("transport.w_min: expected a number in") != std::string::npos);
     CHECK(error_of("env: CartPole-v1\ntransport: {w_min: 8, w_max: 4}\n") ==
           "test.yaml:2:30: transport.w_max: expected w_min <= w_max, got w_min 8 and w_max 4");
     CHECK(error_of("env: CartPole-v1\nudp_port: 0x10\n") == "test.yaml:2:11: udp_port: expected an integer in 1..65535, got '0x10'");
