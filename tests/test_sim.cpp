@@ -215,18 +215,32 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("queue: {fair: true, chunk_follow: 3}\n"), Catch::Contains("'queue.chunk_follow'"));
     CHECK(load_scenario("queue: {fair: true, chunk_follow: true}\n", "f.yaml").chunk_follow);
     CHECK(!load_scenario("", "f.yaml").chunk_follow);
+    CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
+               Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,,3'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,x'}\n"), Catch::Contains("'workload.cluster_workers'"));
+    CHECK(load_scenario("workload: {clusters: 2, cluster_workers: '3, 5'}\n", "f.yaml").workers_in(1) == 5);
     const Scenario s = load_scenario("workload: {clusters: 2}\n", "f.yaml", {"workload.clusters=5", "queue.aggregation=off"});
     CHECK(s.clusters == 5);
     CHECK_FALSE(s.aggregation);
 }
 
+namespace {
+
+// Two clusters behind one shared 10 GbE learner port, offering more than it carries (3 ms, seed 3).
+Scenario two_clusters_one_port(const std::string& workers, const std::string& queue, bool fair) {
+    return load_scenario(fmt::format("seed: 3\nduration_ms: 3\ntopology: {{kind: tor, shared_bottleneck: true}}\n"
+                                     "workload: {{clusters: 2, {}, chunks: 8, chunk_elems: 256, compute_us: 200}}\n"
+                                     "links: {{learner_gbps: 10}}\nqueue: {{{}capacity_packets: 256, fair: {}}}\n",
+                                     workers, queue, fair),
+                         "test");
+}
+
+}  // namespace
+
 TEST_CASE("contended service at a shared learner port: counted, and equal per cluster under fair queues") {
-    const auto scenario = [](bool fair) {
-        return load_scenario(fmt::format(
-            "seed: 3\nduration_ms: 3\ntopology: {{kind: tor, shared_bottleneck: true}}\n"
-            "workload: {{clusters: 2, workers_per_cluster: 32, chunks: 8, chunk_elems: 256, compute_us: 200}}\n"
-            "links: {{learner_gbps: 10}}\nqueue: {{capacity_packets: 256, fair: {}}}\n", fair), "test");
-    };
+    const auto scenario = [](bool fair) { return two_clusters_one_port("workers_per_cluster: 32", "", fair); };
     const Summary fifo = run(scenario(false));
     const Summary fair = run(scenario(true));
     // Both clusters were backlogged at the one learner port for a while in both arms.
@@ -238,12 +252,7 @@ TEST_CASE("contended service at a shared learner port: counted, and equal per cl
 }
 
 TEST_CASE("clusters of different sizes: FIFO shares the port per worker, fair queues per cluster") {
-    const auto scenario = [](bool fair) {
-        return load_scenario(fmt::format(
-            "seed: 3\nduration_ms: 3\ntopology: {{kind: tor, shared_bottleneck: true}}\n"
-            "workload: {{clusters: 2, cluster_workers: '8, 24', chunks: 8, chunk_elems: 256, compute_us: 200}}\n"
-            "links: {{learner_gbps: 10}}\nqueue: {{aggregation: false, capacity_packets: 256, fair: {}}}\n", fair), "test");
-    };
+    const auto scenario = [](bool fair) { return two_clusters_one_port("cluster_workers: '8, 24'", "aggregation: false, ", fair); };
     const Scenario s = scenario(false);
     CHECK(s.total_workers() == 32);
     CHECK(s.first_worker(1) == 8);
@@ -258,21 +267,4 @@ TEST_CASE("clusters of different sizes: FIFO shares the port per worker, fair qu
     CHECK(fifo.jain_contended < 0.9);
     CHECK(fair.jain_contended > 0.99);
     for (const Summary* r : {&fifo, &fair}) CHECK(r->contributions_sent == r->contributions_applied + r->contributions_dropped);
-}
-
-TEST_CASE("workload.cluster_workers: one count per cluster, each 1..65536") {
-    const auto error_of = [](const std::string& text) {
-        try {
-            load_scenario(text, "f.yaml");
-        } catch (const ConfigError& e) {
-            return std::string(e.what());
-        }
-        return std::string("no error");
-    };
-    CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
-               Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
-    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
-    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,,3'}\n"), Catch::Contains("'workload.cluster_workers'"));
-    CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,x'}\n"), Catch::Contains("'workload.cluster_workers'"));
-    CHECK(load_scenario("workload: {clusters: 2, cluster_workers: '3, 5'}\n", "f.yaml").workers_in(1) == 5);
 }
