@@ -193,7 +193,9 @@ TEST_CASE("repeated learns and lookups within one instant stay exact", "[fdb]") 
         const std::uint16_t port = static_cast<std::uint16_t>(rng() % 3);
         const int op = static_cast<int>(rng() % 100);
         if (op < 50) {
-            fdb.learn(mac(id), port, now);
+            // learn() says whether repeating it now would change nothing: false only when it counted table_full.
+            const bool repeat_is_noop = fdb.learn(mac(id), port, now);
+            const std::uint64_t full_before = want.table_full;
             auto it = ref.find(id);
             if (it != ref.end()) {
                 if (!it->second.is_static) {
@@ -207,6 +209,7 @@ TEST_CASE("repeated learns and lookups within one instant stay exact", "[fdb]") 
             } else {
                 ++want.table_full;
             }
+            REQUIRE(repeat_is_noop == (want.table_full == full_before));
         } else if (op < 51 && id == 0) {  // one station may become static; the rest keep churning
             if (ref.count(id) != 0 || ref.size() < kCapacity) {
                 REQUIRE(fdb.add_static(mac(id), port));

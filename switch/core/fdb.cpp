@@ -73,8 +73,8 @@ bool Fdb::add_static(const Mac& mac_bytes, std::uint16_t port) {
     return true;
 }
 
-void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
-    if (is_multicast(mac)) return;  // a multicast source is bogus; never learn it
+bool Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
+    if (is_multicast(mac)) return true;  // a multicast source is bogus; never learn it
     const std::size_t mask = table_.size() - 1;
     std::size_t i = home_slot(mac);
     for (;; i = (i + 1) & mask) {
@@ -83,7 +83,7 @@ void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
         if (e.key != mac) continue;
         if (e.is_static) {
             learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};  // static entries ignore learning: so will repeats
-            return;
+            return true;
         }
         if (expired(e, now)) {
             // Aged but not yet swept: a fresh learning, not a move.
@@ -96,17 +96,18 @@ void Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
         e.port = port;
         e.last_seen = now;
         learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
-        return;
+        return true;
     }
     if (size_ >= capacity_) {
         ++stats_.table_full;
-        return;
+        return false;
     }
     table_[i] = Entry{mac, now, port, true, false};
     ++size_;
     ++stats_.learned;
     looked_up_.valid = false;
     learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
+    return true;
 }
 
 std::uint16_t Fdb::lookup_in_table(MacKey mac, std::uint64_t now) const noexcept {

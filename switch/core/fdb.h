@@ -26,6 +26,7 @@ inline MacKey mac_key(const std::uint8_t* p) noexcept {
 inline MacKey mac_key(const Mac& m) noexcept { return mac_key(m.data()); }
 
 inline constexpr std::uint16_t kNoPort = 0xFFFF;
+inline constexpr MacKey kNoMacKey = ~MacKey{0};  // no MAC's key (keys use the low 48 bits)
 
 struct FdbStats {
     std::uint64_t learned = 0;     // new dynamic entries
@@ -41,12 +42,15 @@ public:
     // Static entries never age and are never moved by learning. False if the table is full.
     bool add_static(const Mac& mac, std::uint16_t port);
     // Learns (or refreshes) the source MAC of a frame seen on port. Multicast sources are ignored.
-    void learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept { learn(mac_key(mac), port, now); }
-    void learn(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
+    // Returns true when repeating the same learn at the same now would change nothing (no table
+    // entry, counter or memo) until the table changes otherwise; false when it would count again
+    // (table_full). The pipeline uses this to skip a burst's repeated learns of one sender.
+    bool learn(const Mac& mac, std::uint16_t port, std::uint64_t now) noexcept { return learn(mac_key(mac), port, now); }
+    bool learn(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
         // Same station, same port, same now as its last learn: it would only rewrite last_seen = now.
         const Memo& m = learned_[learn_memo_slot(mac)];
-        if (m.valid && m.now == now && m.port == port && m.key == mac) return;
-        learn_in_table(mac, port, now);
+        if (m.valid && m.now == now && m.port == port && m.key == mac) return true;
+        return learn_in_table(mac, port, now);
     }
     // Port for a unicast destination, or kNoPort (unknown or aged out: flood).
     std::uint16_t lookup(const Mac& mac, std::uint64_t now) const noexcept { return lookup(mac_key(mac), now); }
@@ -80,7 +84,7 @@ private:
         bool valid = false;
     };
     void forget_memos() noexcept;
-    void learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept;
+    bool learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept;
     std::uint16_t lookup_in_table(MacKey mac, std::uint64_t now) const noexcept;
     std::size_t home_slot(MacKey mac) const noexcept;
     std::size_t find_slot(MacKey mac) const noexcept;  // table_.size() if absent

@@ -347,13 +347,23 @@ public:
             for (std::uint32_t k = n_tx_loaded; k < n_tx && stage_port->mark_ewma != 0; ++k)
                 stage_port->mark_ewma -= stage_port->mark_ewma / kMarkEwmaDivisor;
         };
+        // Senders come in trains: a learn that repeats the previous frame's (same sender, port and
+        // now) changes nothing (Fdb::learn says when), and until some learn runs, the FDB answers
+        // the previous frame's destination the same way. So both are kept in registers.
+        MacKey burst_src = kNoMacKey;  // the previous frame's source, if learning it again is a no-op
+        MacKey burst_dst = kNoMacKey;  // the last destination looked up since the last learn
+        std::uint16_t burst_out = kNoPort;
         for (std::uint32_t i = 0; i < n && i < kPrefetchAhead; ++i) Io::prefetch(pkts[i]);
         for (std::uint32_t i = 0; i < n; ++i) {
             if (i + kPrefetchAhead < n) Io::prefetch(pkts[i + kPrefetchAhead]);
             const Handle m = pkts[i];
             PacketMeta meta;
             classify(rx, m, in, meta, tally);
-            learn_source(m, in, now);
+            if (const MacKey src = mac_key(Io::data(m) + 6); src != burst_src) {
+                burst_dst = kNoMacKey;
+                // The all-zero address is never learned (see learn_source).
+                burst_src = src == 0 || fdb_.learn(src, in, now) ? src : kNoMacKey;
+            }
             // A GRADIENT of a cluster member takes the cursor too (see stages_gradient), with its
             // policy verdict looked up here; any other verdict goes through route().
             const bool gradient = meta.cls == PacketClass::Gradient;
@@ -362,7 +372,11 @@ public:
                 (gradient && policy_cache_.check(meta.cluster_id, Io::data(m) + 6, meta.src_ip, tolerance) ==
                                  MergeVerdict::Merge)) {
                 const MacKey dst = mac_key(Io::data(m));
-                std::uint16_t out = is_multicast(dst) ? kNoPort : fdb_.lookup(dst, now);
+                if (dst != burst_dst) {
+                    burst_dst = dst;
+                    burst_out = is_multicast(dst) ? kNoPort : fdb_.lookup(dst, now);
+                }
+                std::uint16_t out = burst_out;
                 const bool flood = out == kNoPort;
                 if (flood) out = flood_to;
                 if (out != kNoPort && out != in && (!gradient || stages_gradient(out, stage_port, staged))) {
