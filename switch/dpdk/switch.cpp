@@ -204,7 +204,13 @@ unsigned Switch::egress_round(std::uint64_t now) noexcept {
     unsigned taken = 0;
     for (auto& ctx : rx_contexts_) {
         const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs, sizeof(Handoff), burst_, nullptr);
-        for (unsigned i = 0; i < n; ++i) pipeline_.forward(handoffs[i].mbuf, handoffs[i].meta, now);
+        // The frames were last written by the RX lcore: fetch their headers (learning reads the MACs)
+        // a few packets ahead, so each cross-core transfer overlaps the work on earlier packets.
+        for (unsigned i = 0; i < n && i < core::kPrefetchAhead; ++i) MbufIo::prefetch(handoffs[i].mbuf);
+        for (unsigned i = 0; i < n; ++i) {
+            if (i + core::kPrefetchAhead < n) MbufIo::prefetch(handoffs[i + core::kPrefetchAhead].mbuf);
+            pipeline_.forward(handoffs[i].mbuf, handoffs[i].meta, now);
+        }
         pipeline_.finish_forwarding(now);
         taken += n;
     }
