@@ -204,11 +204,15 @@ unsigned Switch::egress_round(std::uint64_t now) noexcept {
     unsigned taken = 0;
     for (auto& ctx : rx_contexts_) {
         const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs, sizeof(Handoff), burst_, nullptr);
-        // The frames were last written by the RX lcore: fetch their headers (learning reads the MACs)
-        // a few packets ahead, so each cross-core transfer overlaps the work on earlier packets.
-        for (unsigned i = 0; i < n && i < core::kPrefetchAhead; ++i) MbufIo::prefetch(handoffs[i].mbuf);
+        // The mbufs and frames were last written by the RX lcore. Each crosses cores: fetch the
+        // mbufs two strides ahead and, once they are here, the frames' headers (learning reads the
+        // MACs) one stride ahead, so the transfers overlap the work on earlier packets.
+        constexpr unsigned kAhead = core::kPrefetchAhead;
+        for (unsigned i = 0; i < n && i < 2 * kAhead; ++i) rte_prefetch0(handoffs[i].mbuf);
+        for (unsigned i = 0; i < n && i < kAhead; ++i) MbufIo::prefetch(handoffs[i].mbuf);
         for (unsigned i = 0; i < n; ++i) {
-            if (i + core::kPrefetchAhead < n) MbufIo::prefetch(handoffs[i + core::kPrefetchAhead].mbuf);
+            if (i + 2 * kAhead < n) rte_prefetch0(handoffs[i + 2 * kAhead].mbuf);
+            if (i + kAhead < n) MbufIo::prefetch(handoffs[i + kAhead].mbuf);
             pipeline_.forward(handoffs[i].mbuf, handoffs[i].meta, now);
         }
         pipeline_.finish_forwarding(now);
