@@ -195,6 +195,23 @@ struct Rig {
     std::unique_ptr<core::Pipeline<VecIo>> pipeline;
 };
 
+// One round of two rigs fed the same frames: every port must send the same bytes in the same
+// order. Returns how many frames were compared.
+std::uint64_t round_and_compare(Rig& fast, Rig& slow, std::uint64_t now) {
+    fast.round(now);
+    slow.round(now);
+    std::uint64_t compared = 0;
+    for (std::size_t p = 0; p < fast.ports; ++p) {
+        const auto a = fast.take(p), b = slow.take(p);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(bytes_of(a[i]) == bytes_of(b[i]));
+        compared += a.size();
+        fast.free_all(a);
+        slow.free_all(b);
+    }
+    return compared;
+}
+
 }  // namespace
 
 TEST_CASE("L2 learning, unicast forwarding and flooding", "[pipeline]") {
@@ -832,16 +849,7 @@ TEST_CASE("receive_burst's staging cursor and per-packet route() give identical 
                         }
                     }
                     now += next(3) == 0 ? 0 : next(20'000);
-                    fast.round(now);
-                    slow.round(now);
-                    for (std::size_t p = 0; p < 3; ++p) {
-                        const auto a = fast.take(p), b = slow.take(p);
-                        REQUIRE(a.size() == b.size());
-                        for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(bytes_of(a[i]) == bytes_of(b[i]));
-                        compared += a.size();
-                        fast.free_all(a);
-                        slow.free_all(b);
-                    }
+                    compared += round_and_compare(fast, slow, now);
                 }
                 const View a = fast.view(), b = slow.view();
                 CHECK(compared > 800);
@@ -916,16 +924,7 @@ TEST_CASE("receive_burst's per-burst learn and lookup memo matches learning ever
                     }
                 }
                 now += next(4) == 0 ? 0 : next(kHz / 2);  // sometimes the same instant, sometimes past the aging time
-                fast.round(now);
-                slow.round(now);
-                for (std::size_t p = 0; p < 3; ++p) {
-                    const auto a = fast.take(p), b = slow.take(p);
-                    REQUIRE(a.size() == b.size());
-                    for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(bytes_of(a[i]) == bytes_of(b[i]));
-                    compared += a.size();
-                    fast.free_all(a);
-                    slow.free_all(b);
-                }
+                compared += round_and_compare(fast, slow, now);
             }
             const View a = fast.view(), b = slow.view();
             CHECK(compared > 2000);
