@@ -361,8 +361,7 @@ public:
             classify(rx, m, in, meta, tally);
             if (const MacKey src = mac_key(Io::data(m) + 6); src != burst_src) {
                 burst_dst = kNoMacKey;
-                // The all-zero address is never learned (see learn_source).
-                burst_src = src == 0 || fdb_.learn(src, in, now) ? src : kNoMacKey;
+                burst_src = learn_source(src, in, now) ? src : kNoMacKey;
             }
             // A GRADIENT of a cluster member takes the cursor too (see stages_gradient), with its
             // policy verdict looked up here; any other verdict goes through route().
@@ -459,7 +458,7 @@ public:
 
     // Forwards packets classified elsewhere (an RX lcore's classify()); then finish_forwarding().
     [[gnu::always_inline]] inline void forward(Handle m, const PacketMeta& meta, std::uint64_t now) noexcept {
-        learn_source(m, meta.in_port, now);
+        learn_source(mac_key(Io::data(m) + 6), meta.in_port, now);
         route(m, meta, now);
     }
 
@@ -573,11 +572,12 @@ private:
         flooded_pending_[in] += n;
     }
 
-    [[gnu::always_inline]] inline void learn_source(Handle m, std::uint16_t in, std::uint64_t now) noexcept {
-        const MacKey src = mac_key(Io::data(m) + 6);
+    // Learns a frame's source; returns true when learning it again now would change nothing (see
+    // Fdb::learn).
+    [[gnu::always_inline]] inline bool learn_source(MacKey src, std::uint16_t in, std::uint64_t now) noexcept {
         // The all-zero address is no station's (net_null and broken senders use it): never learned,
         // so frames to it flood instead of being pinned to whichever port sent one last.
-        if (src != 0) fdb_.learn(src, in, now);
+        return src == 0 || fdb_.learn(src, in, now);
     }
 
     // Everything after learning: policy, lookup, filtering, flooding, enqueueing.
