@@ -49,4 +49,38 @@ $py tools/lab/shesha-lab check "$out/latin1.yaml" > "$out/latin1.log" 2>&1 || rc
 [[ $rc -eq 2 ]] || { cat "$out/latin1.log" >&2; fail "non-UTF-8 file: exit $rc, expected 2"; }
 grep -qF "latin1.yaml:3: not UTF-8 text (byte 0xe9 at offset" "$out/latin1.log" || { cat "$out/latin1.log" >&2; fail "non-UTF-8 file: unclear message"; }
 grep -q Traceback "$out/latin1.log" && fail "non-UTF-8 file: a traceback"
+# --seeds: ranges and lists parse exactly; a bad list is refused at once (argparse, exit 2, no root needed).
+for bad in 5-3 x 1-2000 ''; do
+    rc=0
+    $py tools/lab/shesha-lab run --seeds "$bad" > "$out/seeds.log" 2>&1 || rc=$?
+    [[ $rc -eq 2 ]] || { cat "$out/seeds.log" >&2; fail "--seeds '$bad': exit $rc, expected 2"; }
+    grep -qF -- "--seeds" "$out/seeds.log" || { cat "$out/seeds.log" >&2; fail "--seeds '$bad': the message does not name --seeds"; }
+    grep -q Traceback "$out/seeds.log" && fail "--seeds '$bad': a traceback"
+done
+# The seed-by-seed verdicts (the robustness command's report section), on made-up results.
+$py - <<'PY' || fail "seed-by-seed verdicts"
+import importlib.machinery, importlib.util
+loader = importlib.machinery.SourceFileLoader("shesha_lab", "tools/lab/shesha-lab")
+spec = importlib.util.spec_from_loader("shesha_lab", loader)
+lab = importlib.util.module_from_spec(spec)
+loader.exec_module(lab)
+assert lab.parse_seeds("4-13") == list(range(4, 14)), lab.parse_seeds("4-13")
+assert lab.parse_seeds("1-3,7,2") == [1, 2, 3, 7]
+sc = {"seeds": [1, 2, 3, 4], "clusters": [{"id": 1, "env": "A"}, {"id": 2, "env": "B"}]}
+def run(t1, a1, t2, a2):
+    return {"clusters": {"1": {"time_to_target_s": t1, "aom_mean_ms": a1}, "2": {"time_to_target_s": t2, "aom_mean_ms": a2}}}
+results = {
+    "fifo":   {"1": run(10, 100, None, 50), "2": run(10, 100, 20, 50), "3": run(None, 100, None, 50), "4": run(5, 10, 5, 10)},
+    "shesha": {"1": run(12, 20, 30, 60), "2": run(8, 200, None, 40), "3": run(None, 90, 9, 50)},  # seed 4 missing
+}
+rows = lab.seed_verdicts(sc, results, "fifo", "shesha")
+got = [(r["seed"], r["cluster"], r["slower"], r["aom_worse"]) for r in rows]
+want = [(1, "1", True, False), (1, "2", False, True),    # later; reached where FIFO never did, but AoM higher
+        (2, "1", False, True), (2, "2", True, False),    # never where FIFO reached it: slower
+        (3, "1", False, False), (3, "2", False, False)]  # both never: a tie; equal AoM is not worse
+assert got == want, got
+text = "\n".join(lab.robustness_section(sc, [{"name": "fifo"}, {"name": "shesha"}], results))
+assert "Cluster 1 (A): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**" in text, text
+assert "Cluster 2 (B): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**; reached the target on 2 of 3 (`fifo`: 1)" in text, text
+PY
 echo "lab check: $n scenarios valid, bad ones rejected"
