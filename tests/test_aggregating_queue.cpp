@@ -520,27 +520,6 @@ TEST_CASE("a mergeable arrival whose elements overrun its frame is queued, not m
     CHECK(q.stats().merged == 0);
 }
 
-TEST_CASE("a merge carries the folded packet's SENDER_MERGED over to the head", "[queue]") {
-    // The learner counts a MERGED chunk without SENDER_MERGED as one packet per contribution
-    // (transport::CreditPlanner), so the flag must survive a merge into a plain head.
-    Pool pool;
-    AggregatingQueue q(config());
-    Packet& head = pool.gradient({});
-    REQUIRE(q.enqueue(head.arrival, 0).status == EnqueueStatus::Queued);
-    GradSpec summed;
-    summed.contrib = 7;
-    summed.flags = proto::flag::kSenderMerged;
-    REQUIRE(q.enqueue(pool.gradient(summed).arrival, 0).status == EnqueueStatus::Merged);
-    CHECK(head.decoded().hdr.contrib_count == 8);
-    CHECK(head.decoded().hdr.flags == (proto::flag::kSenderMerged | proto::flag::kMerged));
-    // A plain arrival into a plain head leaves SENDER_MERGED off.
-    AggregatingQueue q2(config());
-    Packet& plain = pool.gradient({});
-    REQUIRE(q2.enqueue(plain.arrival, 0).status == EnqueueStatus::Queued);
-    REQUIRE(q2.enqueue(pool.gradient({}).arrival, 0).status == EnqueueStatus::Merged);
-    CHECK(plain.decoded().hdr.flags == proto::flag::kMerged);
-}
-
 TEST_CASE("contribution counts that would overflow 0xFFFF are refused", "[queue]") {
     Pool pool;
     AggregatingQueue q(config());

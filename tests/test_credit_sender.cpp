@@ -599,17 +599,6 @@ TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged unit
     REQUIRE(n == 1);
     CHECK(out[0].body.credits == 1);
 
-    // Merged in the network from packets that senders had merged too: 40 contributions, but the
-    // packet count is not on the wire, so one packet from each other worker: one unit each, not 39.
-    n = p.plan(merged_chunk(13, 40, proto::flag::kMerged | proto::flag::kSenderMerged), 1, out);
-    REQUIRE(n == 4);
-    for (std::size_t i = 0; i < n; ++i) CHECK(out[i].body.credits == 1);
-    CHECK(out[0].worker_id == 13);
-    // ... and never more packets than contributions: 2 contributions are 2 packets.
-    n = p.plan(merged_chunk(13, 2, proto::flag::kMerged | proto::flag::kSenderMerged), 1, out);
-    REQUIRE(n == 2);
-    CHECK(out[0].body.credits + out[1].body.credits == 2);
-
     // A 10-contribution merge over 3 other workers: 3 each, and the remainder from the cursor.
     n = p.plan(merged_chunk(13, 10, proto::flag::kMerged), 1, out);
     REQUIRE(n == 4);
@@ -624,9 +613,9 @@ TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged unit
     CHECK(p.plan(merged_chunk(77, 1, 0), 1, out) == 0);
     CHECK(p.stats().wrong_cluster == 1);
     CHECK(p.stats().unknown_worker == 1);
-    CHECK(p.stats().chunks == 8);
-    CHECK(p.stats().units_named == 8);
-    CHECK(p.stats().units_spread == 3 + 2 + 2 + 3 + 1 + 9);
+    CHECK(p.stats().chunks == 6);
+    CHECK(p.stats().units_named == 6);
+    CHECK(p.stats().units_spread == 3 + 2 + 2 + 9);
     CHECK(p.stats().echoes == 1);
 
     const std::uint32_t one[] = {5};
@@ -635,12 +624,6 @@ TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged unit
     proto::Header h = merged_chunk(5, 3, proto::flag::kMerged);
     REQUIRE(solo.plan(h, 1, o1) == 1);
     CHECK(o1[0].body.credits == 3);  // the switch merged the worker's own updates
-    h = merged_chunk(5, 30, proto::flag::kMerged | proto::flag::kSenderMerged);
-    REQUIRE(solo.plan(h, 1, o1) == 1);
-    CHECK(o1[0].body.credits == 2);  // its head and at least one packet folded in
-    CHECK(CreditPlanner::absorbed_packets(h, 1) == 1);
-    CHECK(CreditPlanner::absorbed_packets(merged_chunk(5, 30, proto::flag::kSenderMerged), 3) == 0);
-    CHECK(CreditPlanner::absorbed_packets(merged_chunk(5, 30, proto::flag::kMerged), 3) == 29);
 
     const std::uint32_t dup[] = {1, 1};
     CHECK_THROWS_AS(CreditPlanner(kCluster, dup), std::invalid_argument);

@@ -1,6 +1,5 @@
 #include "transport/credit_planner.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace shesha::transport {
@@ -21,19 +20,6 @@ std::size_t CreditPlanner::index_of(std::uint32_t worker_id) const noexcept {
     return workers_.size();
 }
 
-std::uint32_t CreditPlanner::absorbed_packets(const proto::Header& chunk, std::size_t workers) noexcept {
-    if ((chunk.flags & proto::flag::kMerged) == 0 || chunk.contrib_count <= 1) return 0;
-    const std::uint32_t contributions_beyond_head = chunk.contrib_count - 1u;
-    // No part of it was merged at a sender (the switch carries SENDER_MERGED over from every packet
-    // it folds in): each packet held one contribution, so the count is exact.
-    if ((chunk.flags & proto::flag::kSenderMerged) == 0) return contributions_beyond_head;
-    // Some packets held many contributions, and how many packets there were is not on the wire:
-    // at least one was folded in, and in the common case one from each other worker (a worker's
-    // chunk k waits at its sender, summed, while its previous chunk k is in flight).
-    const std::uint32_t others = workers > 1 ? static_cast<std::uint32_t>(workers - 1) : 1u;
-    return std::min(contributions_beyond_head, others);
-}
-
 std::size_t CreditPlanner::plan(const proto::Header& chunk, std::uint32_t learner_version,
                                 std::span<CreditGrant> out) noexcept {
     if (chunk.cluster_id != cluster_id_) {
@@ -46,15 +32,16 @@ std::size_t CreditPlanner::plan(const proto::Header& chunk, std::uint32_t learne
         return 0;
     }
     ++stats_.chunks;
-    const std::size_t n = workers_.size();
     Worker& nw = workers_[named];
     if (!nw.any || static_cast<std::int32_t>(chunk.seq - nw.acked_seq) > 0) nw.acked_seq = chunk.seq;
     nw.any = true;
 
+    const std::size_t n = workers_.size();
     for (std::uint32_t& u : units_) u = 0;
     units_[named] = 1;
     stats_.units_named += 1;
-    const std::uint32_t extra = absorbed_packets(chunk, n);
+    const std::uint32_t extra =
+        (chunk.flags & proto::flag::kMerged) != 0 && chunk.contrib_count > 1 ? chunk.contrib_count - 1u : 0;
     if (n == 1) {
         units_[named] += extra;  // a one-worker cluster: the switch merged its own successive updates
     } else {

@@ -3,22 +3,16 @@
 // with what bodies. No sockets: the learner encodes and sends what plan() returns.
 //
 // Why a plan and not simply "credit the sender": a chunk merged in the network names only its
-// first contributor (worker_id), yet it stood for several packets in flight at several workers.
-// A credit unit is one packet (chunk) that left flight, so the plan estimates the packets that the
-// switch folded into the chunk (absorbed_packets) and gives the named worker one unit plus the
-// congestion echo, and the absorbed packets' units one at a time, round robin, to the cluster's
-// other workers (in a one-worker cluster, back to that worker: the switch merged its own packets).
-// - MERGED without SENDER_MERGED: every folded packet held one contribution (the switch carries
-//   SENDER_MERGED over from every packet it folds in), so contrib_count - 1 packets: exact.
-// - MERGED with SENDER_MERGED: the packet count is not on the wire. The plan counts one packet
-//   from each other worker (at most contrib_count - 1; 1 in a one-worker cluster), the common
-//   case: a worker's chunk k sums at its sender while its previous chunk k is in flight.
-//   Counting contributions instead (what this planner did before) credited 10-20x the packets
-//   on the lab's rack: surplus units released chunks that were still queued, so windows no longer
-//   bounded the queues (docs/transport.md, "Credit units are packets").
-// - SENDER_MERGED alone is one packet: one unit.
-// A wrong guess costs little: a surplus unit at a worker with nothing in flight is ignored
-// (CreditSender counts it as excess); a missing one is repaired by the credit timeout.
+// first contributor (worker_id), yet it stood for several chunks in flight at several workers.
+// The named worker gets one unit (its own chunk) plus the congestion echo; when the MERGED flag
+// is set, contrib_count - 1 further units go one at a time, round robin, to the cluster's other
+// workers (in a one-worker cluster, back to that worker: the switch merged its own updates). In
+// the common case, one chunk from each of c workers merged, every contributor gets its unit back.
+// The rule errs toward over-crediting: when senders also merged (SENDER_MERGED, fewer packets
+// than contributions) or the switch merged successive updates of one worker, some workers get a
+// unit too many; one with nothing in flight ignores it (CreditSender counts it as excess), one
+// with chunks in flight sends a little early. Under-crediting would instead stall workers until
+// their credit timeout. The exact fix needs a packet count in the header (docs/transport.md).
 #pragma once
 
 #include <cstddef>
@@ -56,9 +50,6 @@ public:
     std::size_t plan(const proto::Header& chunk, std::uint32_t learner_version, std::span<CreditGrant> out) noexcept;
 
     std::size_t max_grants() const noexcept { return workers_.size(); }
-    // Packets folded into a GRADIENT besides its head, as the plan counts them (see above), for a
-    // cluster of `workers` workers.
-    static std::uint32_t absorbed_packets(const proto::Header& chunk, std::size_t workers) noexcept;
     const CreditPlannerStats& stats() const noexcept { return stats_; }
 
 private:

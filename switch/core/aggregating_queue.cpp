@@ -227,11 +227,8 @@ struct AggregatingQueue::Impl {
         proto::inplace::set_ts_earliest(wp, std::min(proto::inplace::ts_earliest(wp), proto::inplace::ts_earliest(ap)));
         proto::inplace::set_ts_latest(wp, std::max(proto::inplace::ts_latest(wp), proto::inplace::ts_latest(ap)));
         const std::uint8_t arriving_flags = proto::inplace::flags(ap);
-        // SENDER_MERGED travels too: without it the learner may count one packet per contribution
-        // (transport::CreditPlanner), and a sender-merged packet stands for many contributions.
         proto::inplace::set_flags(wp, proto::inplace::flags(wp) | proto::flag::kMerged |
-                                          (arriving_flags & (proto::flag::kCongestionExperienced |
-                                                             proto::flag::kSenderMerged)));
+                                          (arriving_flags & proto::flag::kCongestionExperienced));
         m.max_version = std::max(m.max_version, a.model_version);
         if (a.model_version < m.model_version) {
             // The merged update is as old as its oldest contribution; re-key it under that version.
