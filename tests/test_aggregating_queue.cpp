@@ -1236,12 +1236,12 @@ TEST_CASE("PortQueue chunk_follow: each cluster class follows its chunks; turns 
             order.emplace_back(m.hdr.cluster_id, m.hdr.chunk_index, static_cast<int>(m.hdr.model_version), m.hdr.contrib_count);
         }
         // Each cluster's v11 chunk 0 follows its merged v10 chunk 0 within its class; the classes
-        // alternate as without chunk following (DRR: a 2-contribution head takes two quanta).
+        // alternate packet by packet as without chunk following (DRR counts packets).
         const std::vector<std::tuple<int, int, int, int>> expected{{1, 0, 10, 2}, {2, 0, 10, 2}, {1, 0, 11, 1},
                                                                    {2, 0, 11, 1}, {1, 1, 10, 1}, {2, 1, 10, 1}};
         CHECK(order == expected);
         CHECK(q.stats().followed == 2);
-        CHECK(q.class_served(1) == 4);
-        CHECK(q.class_served(2) == 4);
+        CHECK(q.class_served(1) == 3);  // packets
+        CHECK(q.class_served(2) == 3);
     }
 }

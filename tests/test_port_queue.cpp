@@ -1,5 +1,5 @@
-// PortQueue: FIFO scheduling is one AggregatingQueue; DRR shares a port's updates among clusters by
-// weight, counted in contributions, whatever each cluster's packet sizes or merge history.
+// PortQueue: FIFO scheduling is one AggregatingQueue; DRR shares a port's packets among clusters by
+// weight, whatever each cluster's packet sizes or merge history; a packet's contributions ride free.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -67,7 +67,7 @@ TEST_CASE("FIFO scheduling: one queue, arrival order, every cluster together", "
     CHECK(q.depth() == 0);
 }
 
-TEST_CASE("DRR shares contributions equally between two backlogged clusters, merged or not", "[port_queue]") {
+TEST_CASE("DRR shares packets equally between two backlogged clusters; merged updates ride free", "[port_queue]") {
     const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
     PortQueue q(config(), Scheduling::Drr, classes);
     REQUIRE(q.class_count() == 3);
@@ -84,16 +84,17 @@ TEST_CASE("DRR shares contributions equally between two backlogged clusters, mer
         REQUIRE(q.enqueue(a, 0).status == EnqueueStatus::Queued);
     }
     CHECK(q.depth() == 100);
-    // Each turn: 4 single packets of cluster 1, then one 4-update packet of cluster 2.
+    // Each turn one packet of each: cluster 2's 4-update packets cost a turn like any other, so its
+    // merges carry 4x the updates through (counting contributions would have given it 1 turn in 5).
     const auto served = serve(q, 25, 2);
-    CHECK(served[1] == 20);
-    CHECK(served[2] == 20);
-    CHECK(q.class_served(q.class_of(1)) == 20);
-    CHECK(q.class_served(q.class_of(2)) == 20);
+    CHECK(served[1] == 13);
+    CHECK(served[2] == 48);
+    CHECK(q.class_served(q.class_of(1)) == 13);  // packets
+    CHECK(q.class_served(q.class_of(2)) == 12);
     // A FIFO port would have sent 25 of cluster 1's packets first: 25 updates to 0.
 }
 
-TEST_CASE("DRR weights: 2:1 shares of contributions, and an emptied class forfeits its credit", "[port_queue]") {
+TEST_CASE("DRR weights: 2:1 shares of packets, and an emptied class forfeits its credit", "[port_queue]") {
     const std::vector<SchedulingClass> classes{{1, 2}, {2, 1}};
     PortQueue q(config(), Scheduling::Drr, classes);
     Packets p;
@@ -154,8 +155,7 @@ TEST_CASE("DRR: front_len commits the choice that dequeue takes (the shaper's co
 }
 
 // Bounded-lag round robin (fair_lag > 0, docs/queue.md): one packet per class per turn while no
-// class is more than fair_lag contributions (per unit of weight) ahead of the least-served
-// backlogged one.
+// class is more than fair_lag packets (per unit of weight) ahead of the least-served backlogged one.
 namespace {
 
 Arrival tagged(Packets& p, std::uint16_t cluster, std::uint16_t contributions) {
@@ -173,7 +173,7 @@ std::uint16_t next_cluster(PortQueue& q, std::uint16_t* contributions = nullptr)
 
 }  // namespace
 
-TEST_CASE("Bounded lag: a merged head leaves at its turn; shares stay within the lag plus one packet", "[port_queue]") {
+TEST_CASE("Bounded lag: one packet per class per turn, whatever it carries", "[port_queue]") {
     const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
     PortQueue q(config(), Scheduling::Drr, classes, 1, 8);
     CHECK(q.fair_lag() == 8);
@@ -181,33 +181,23 @@ TEST_CASE("Bounded lag: a merged head leaves at its turn; shares stay within the
     // The DRR test's workload: cluster 1 sends 80 single updates, cluster 2 20 packets of 4.
     for (int i = 0; i < 80; ++i) REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
     for (int i = 0; i < 20; ++i) REQUIRE(q.enqueue(tagged(p, 2, 4), 0).status == EnqueueStatus::Queued);
-    // One packet each per turn (DRR would hold the 4-update head for 4 turns) until cluster 2 is 8
-    // contributions ahead; then cluster 2 waits until it is back within the lag.
-    std::vector<std::uint16_t> order;
-    std::int64_t served1 = 0, served2 = 0, widest = 0;
-    for (int i = 0; i < 25; ++i) {
+    // The classes alternate while both are backlogged: 20 packets each, 20 and 80 updates.
+    std::int64_t updates1 = 0, updates2 = 0;
+    for (int i = 0; i < 40; ++i) {
         std::uint16_t k = 0;
-        order.push_back(next_cluster(q, &k));
-        (order.back() == 1 ? served1 : served2) += k;
-        widest = std::max(widest, std::abs(served1 - served2));
+        const std::uint16_t c = next_cluster(q, &k);
+        CHECK(c == (i % 2 == 0 ? 1 : 2));
+        (c == 1 ? updates1 : updates2) += k;
     }
-    CHECK(order == std::vector<std::uint16_t>{1, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1});
-    CHECK(served1 == 18);
-    CHECK(served2 == 28);
-    CHECK(widest == 12);  // fair_lag 8 plus one packet's 4 contributions
-    CHECK(q.class_served(q.class_of(1)) == 18);
-    CHECK(q.class_served(q.class_of(2)) == 28);
-    CHECK(q.class_service(q.class_of(1)) == 18 * PortQueue::kServiceScale);
-    CHECK(q.class_service(q.class_of(2)) == 28 * PortQueue::kServiceScale);
-    // Both backlogged to the end: 80 and 80, never more than 12 apart.
-    while (q.depth() != 0) {
-        std::uint16_t k = 0;
-        (next_cluster(q, &k) == 1 ? served1 : served2) += k;
-        if (q.class_queue(q.class_of(1)).depth() != 0 && q.class_queue(q.class_of(2)).depth() != 0)
-            CHECK(std::abs(served1 - served2) <= 12);
-    }
-    CHECK(served1 == 80);
-    CHECK(served2 == 80);
+    CHECK(updates1 == 20);
+    CHECK(updates2 == 80);
+    CHECK(q.class_served(q.class_of(1)) == 20);
+    CHECK(q.class_served(q.class_of(2)) == 20);
+    CHECK(q.class_service(q.class_of(1)) == 20 * PortQueue::kServiceScale);
+    CHECK(q.class_service(q.class_of(2)) == 20 * PortQueue::kServiceScale);
+    // Then cluster 1 alone.
+    while (q.depth() != 0) CHECK(next_cluster(q) == 1);
+    CHECK(q.class_served(q.class_of(1)) == 80);
 }
 
 TEST_CASE("Bounded lag: 2:1 weights, per unit of weight", "[port_queue]") {
@@ -218,7 +208,7 @@ TEST_CASE("Bounded lag: 2:1 weights, per unit of weight", "[port_queue]") {
         REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
         REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
     }
-    // Alternate until the weight-1 cluster is 4 contributions per weight ahead (10 vs 20/2), then
+    // Alternate until the weight-1 cluster is 4 packets per weight ahead (10 vs 20/2), then
     // two of cluster 1 per one of cluster 2.
     const auto served = serve(q, 36, 2);
     CHECK(served[1] == 21);
@@ -241,7 +231,7 @@ TEST_CASE("Bounded lag: a class that becomes backlogged banks nothing from its i
     for (int i = 0; i < 60; ++i) REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
     for (int i = 0; i < 50; ++i) CHECK(next_cluster(q) == 1);
     CHECK(q.class_service(q.class_of(2)) == 0);
-    // Cluster 2 arrives: it starts level with cluster 1, not 50 contributions behind it.
+    // Cluster 2 arrives: it starts level with cluster 1, not 50 packets behind it.
     for (int i = 0; i < 20; ++i) REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
     CHECK(q.class_service(q.class_of(2)) == 50 * PortQueue::kServiceScale);
     std::vector<std::uint16_t> order;
@@ -272,10 +262,11 @@ TEST_CASE("Bounded lag: front_len commits the choice; FIFO ignores fair_lag; ran
         Departure d;
         REQUIRE(q.dequeue(0, d));
         CHECK(d.frame_len == len);
-        served[*static_cast<std::uint16_t*>(d.handle)] += d.contributions;
-        // Every class is still backlogged (300 packets each, 600 departures in all).
+        served[*static_cast<std::uint16_t*>(d.handle)] += 1;
+        // Every class is still backlogged (300 packets each, 600 departures in all), whatever its
+        // packets' contributions (1..9).
         for (int a = 1; a <= 3; ++a)
-            for (int b = 1; b <= 3; ++b) CHECK(served[a] - served[b] <= 6 + 9);  // fair_lag plus one packet
+            for (int b = 1; b <= 3; ++b) CHECK(served[a] - served[b] <= 6 + 1);  // fair_lag plus one packet
     }
 }
 
@@ -310,9 +301,14 @@ TEST_CASE("shares: FIFO counts served and contended contributions per cluster", 
     for (int i = 0; i < 5; ++i) REQUIRE(q.dequeue(0, d));
     CHECK(share_of(q, 1).served == 3);
     CHECK(share_of(q, 1).contended == 3);
+    CHECK(share_of(q, 1).served_packets == 2);
+    CHECK(share_of(q, 1).contended_packets == 2);
     CHECK(share_of(q, 2).served == 3);
     CHECK(share_of(q, 2).contended == 0);
+    CHECK(share_of(q, 2).served_packets == 1);
+    CHECK(share_of(q, 2).contended_packets == 0);
     CHECK(share_of(q, 3).served == 0);
+    CHECK(share_of(q, 3).served_packets == 0);
     CHECK(q.depth() == 0);
 }
 
@@ -337,12 +333,12 @@ TEST_CASE("shares: enqueue_burst and dequeue_burst count like single calls, drop
     CHECK(share_of(q, 2).contended == 3);
 }
 
-TEST_CASE("shares: DRR gives two backlogged clusters equal contended contributions", "[port_queue][shares]") {
+TEST_CASE("shares: DRR gives two backlogged clusters equal contended packets", "[port_queue][shares]") {
     const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
     PortQueue q(config(), Scheduling::Drr, classes);
     Packets p;
-    // Cluster 1 sends 60 single updates, cluster 2 ten packets of 3 merged updates: cluster 1
-    // offers twice as much. FIFO would serve them in arrival order; DRR splits contributions.
+    // Cluster 1 sends 60 single updates, cluster 2 ten packets of 3 merged updates. FIFO would serve
+    // them in arrival order; DRR alternates packets while both wait.
     for (int i = 0; i < 60; ++i) REQUIRE(q.enqueue(p.make(1, 1), 0).status == EnqueueStatus::Queued);
     for (int i = 0; i < 10; ++i) REQUIRE(q.enqueue(p.make(2, 3), 0).status == EnqueueStatus::Queued);
     Departure d;
@@ -350,9 +346,14 @@ TEST_CASE("shares: DRR gives two backlogged clusters equal contended contributio
     }
     CHECK(share_of(q, 1).served == 60);
     CHECK(share_of(q, 2).served == 30);
-    // While both were backlogged each got 30; cluster 1's last 30 went alone.
+    CHECK(share_of(q, 1).served_packets == 60);
+    CHECK(share_of(q, 2).served_packets == 10);
+    // While both were backlogged each sent 10 packets (cluster 2's carrying 30 updates, cluster 1's
+    // 10); cluster 1's last 50 went alone.
+    CHECK(share_of(q, 2).contended_packets == 10);
+    CHECK(share_of(q, 1).contended_packets == 10);
     CHECK(share_of(q, 2).contended == 30);
-    CHECK(share_of(q, 1).contended == 30);
+    CHECK(share_of(q, 1).contended == 10);
 }
 
 TEST_CASE("shares: not counted with fewer than two clusters", "[port_queue][shares]") {

@@ -211,12 +211,12 @@ TEST_CASE("a model that schedules FIFO where the real port runs DRR is caught") 
 }
 
 TEST_CASE("fair queues (DRR): fairness verifies at a bound the window history cannot break, and is tight") {
-    // good.yaml's system: the switch schedules its port by DRR in contributions.
+    // good.yaml's system: the switch schedules its port by DRR in packets.
     const VerifyConfig good = load_verify_config(std::string(SHESHA_VERIFY_EXAMPLES) + "/good.yaml");
     REQUIRE(good.model.fair_scheduling);
     REQUIRE(good.fairness);
     CHECK(good.fairness->window == 4);
-    CHECK(good.fairness->epsilon == 3);
+    CHECK(good.fairness->epsilon == 1);
     VerifyConfig cfg = good;
     cfg.model.horizon = 6;  // the CI-sized proof; shesha-verify check good.yaml proves horizon 8+
     CHECK(check_property(cfg, Property::Fairness).verified);
@@ -226,15 +226,19 @@ TEST_CASE("fair queues (DRR): fairness verifies at a bound the window history ca
     REQUIRE_FALSE(check_property(capped, Property::Fairness).verified);
     capped.model.fair_scheduling = true;
     CHECK(check_property(capped, Property::Fairness).verified);
-    // epsilon 3 is tight: with exact windows epsilon 2 has a counterexample, and it is real.
+    // DRR alternates the backlogged classes packet by packet: with exact windows even epsilon 0
+    // verifies, while the FIFO port breaks epsilon 1, and that counterexample is real.
     VerifyConfig strict = cfg;
     strict.model.horizon = 8;
     strict.model.exact_window = true;
-    strict.fairness = FairnessSpec{4, 2};
+    strict.fairness = FairnessSpec{4, 0};
+    CHECK(check_property(strict, Property::Fairness).verified);
+    strict.model.fair_scheduling = false;
+    strict.fairness = FairnessSpec{4, 1};
     const CheckResult r = check_property(strict, Property::Fairness);
     REQUIRE_FALSE(r.verified);
     const Counterexample back = counterexample_from_json(to_json(r.cex), "<memory>");
-    CHECK(back.config.model.fair_scheduling);
+    CHECK_FALSE(back.config.model.fair_scheduling);
     const ReplayReport rep = replay(back);
     CHECK(rep.reproduced);
     CHECK(rep.follows_model);

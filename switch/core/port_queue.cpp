@@ -7,9 +7,10 @@ namespace shesha::core {
 namespace {
 
 constexpr std::uint8_t kDefaultClass = 0xFF;
-// Contributions a class of weight 1 earns per DRR turn: 1, the finest grain, so two backlogged
-// classes never drift apart by more than one packet's contributions.
+// Packets a class of weight 1 earns per DRR turn: 1, the finest grain, so two backlogged classes
+// take turns packet by packet (weights w: w packets per turn).
 constexpr std::uint32_t kQuantumPerWeight = 1;
+constexpr std::int64_t kPacketCost = 1;
 
 }  // namespace
 
@@ -22,7 +23,7 @@ PortQueue::PortQueue(const QueueConfig& cfg, Scheduling scheduling, std::span<co
         if (shares_.size() + 1 >= kDefaultClass || share_of(c.cluster_id) != SIZE_MAX) continue;
         const std::pair<std::uint16_t, std::uint16_t> entry{c.cluster_id, static_cast<std::uint16_t>(shares_.size())};
         share_by_cluster_.insert(std::lower_bound(share_by_cluster_.begin(), share_by_cluster_.end(), entry), entry);
-        shares_.push_back({c.cluster_id, std::max<std::uint32_t>(c.weight, 1), 0, 0});
+        shares_.push_back({c.cluster_id, std::max<std::uint32_t>(c.weight, 1), 0, 0, 0, 0});
     }
     if (shares_.size() < 2) {
         shares_.clear();
@@ -107,7 +108,11 @@ void PortQueue::note_sent(std::uint16_t cluster_id, std::uint16_t contributions)
     const std::size_t s = share_of(cluster_id);
     if (s == SIZE_MAX || waiting_[s] == 0) return;
     shares_[s].served += contributions;
-    if (backlogged_ >= 2) shares_[s].contended += contributions;
+    ++shares_[s].served_packets;
+    if (backlogged_ >= 2) {
+        shares_[s].contended += contributions;
+        ++shares_[s].contended_packets;
+    }
     if (--waiting_[s] == 0) --backlogged_;
 }
 
@@ -170,9 +175,12 @@ QueueStats PortQueue::stats() const noexcept {
     return s;
 }
 
-// Deficit round robin over the non-empty classes, in units of contributions (a packet without
-// any costs 1). A class earns its quantum once per turn and sends while its deficit covers its
-// head; an emptied class forfeits what is left, as in Shreedhar and Varghese's DRR.
+// Deficit round robin over the non-empty classes, in packets: every packet costs 1, whatever it
+// carries, so the port's turns are shared and a cluster whose packets hold more contributions
+// (merged in the network or at its senders) gets them through as a bonus, never at the price of
+// fewer turns (docs/queue.md, "Why packets"). A class earns its quantum once per turn and sends
+// while its deficit covers its head; an emptied class forfeits what is left, as in Shreedhar and
+// Varghese's DRR.
 std::size_t PortQueue::pick() noexcept {
     if (picked_ != SIZE_MAX) return picked_;
     if (depth() == 0) return SIZE_MAX;
@@ -191,8 +199,7 @@ std::size_t PortQueue::pick() noexcept {
             turn_started_ = true;
         }
         if (chunk_follow_ && current_ != 0) q.follow_chunk();  // before its head's cost is read
-        const std::int64_t cost = std::max<std::uint16_t>(q.front_contributions(), 1);
-        if (deficit_[current_] >= cost) {
+        if (deficit_[current_] >= kPacketCost) {
             picked_ = current_;
             return picked_;
         }
@@ -242,15 +249,14 @@ bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
     picked_ = SIZE_MAX;
     if (!queues_[c]->dequeue(now, out)) return false;
     if (!shares_.empty() && out.contributions != 0) note_sent(out.cluster_id, out.contributions);
-    const std::int64_t cost = std::max<std::uint16_t>(out.contributions, 1);
     if (fair_lag_ != 0) {
-        service_[c] += cost * unit_cost_[c];
-        served_[c] += static_cast<std::uint64_t>(cost);
+        service_[c] += kPacketCost * unit_cost_[c];
+        served_[c] += kPacketCost;
         current_ = (c + 1) % queues_.size();  // the next class's turn: one packet per turn
         return true;
     }
-    deficit_[c] -= cost;
-    served_[c] += static_cast<std::uint64_t>(cost);
+    deficit_[c] -= kPacketCost;
+    served_[c] += kPacketCost;
     if (queues_[c]->depth() == 0) {
         deficit_[c] = 0;
         current_ = (c + 1) % queues_.size();

@@ -1,17 +1,17 @@
 // A switch port's egress queue: one AggregatingQueue (FIFO scheduling, the default), or one per
-// configured cluster plus one for everything else, served by deficit round robin weighted by
-// contributions (scheduling: drr). With DRR, k backlogged clusters on a port each get their
-// configured share of updates (contrib_count summed over the packets sent), whatever their window
-// history: a cluster cut early by marks cannot be crowded out by one that kept a big window, and a
-// cluster whose packets merged pays one unit per contribution, not per packet (docs/queue.md).
+// configured cluster plus one for everything else, served by deficit round robin in packets
+// (scheduling: drr). With DRR, k backlogged clusters on a port each get their configured share of
+// the port's packets, whatever their window history: a cluster cut early by marks cannot be crowded
+// out by one that kept a big window, and a cluster whose packets carry more contributions (merged
+// in the network or at its senders) gets those through on top of its share instead of paying for
+// them in turns. Counting contributions instead starved whichever cluster fell behind: its senders
+// merged more, so each of its packets cost more turns, so it fell further behind (docs/queue.md).
 //
 // With fair_lag L > 0 (off by default) the classes take turns one packet at a time instead
-// (bounded-lag round robin): the next backlogged class in turn sends its head unless its
-// contributions served per unit of weight already exceed the least-served backlogged class's by
-// more than L, and a class that becomes backlogged starts no lower than the least-served
-// backlogged class. Shares stay fair in contributions within L plus one packet's contributions,
-// and a head that merged k contributions leaves at its turn instead of waiting for k quanta while
-// the other classes send single updates (docs/queue.md, "Bounded lag").
+// (bounded-lag round robin): the next backlogged class in turn sends its head unless its packets
+// served per unit of weight already exceed the least-served backlogged class's by more than L, and
+// a class that becomes backlogged starts no lower than the least-served backlogged class. Shares
+// stay fair in packets within L plus one packet (docs/queue.md, "Bounded lag").
 //
 // With chunk_follow (off by default, DRR only) each cluster's class queue follows chunks: after a
 // head that carries merged contributions, the packets of the same chunk that were waiting behind it
@@ -50,6 +50,8 @@ struct ClusterShare {
     std::uint32_t weight = 1;
     std::uint64_t served = 0;     // contributions that left the queue
     std::uint64_t contended = 0;  // of which left while >= 2 clusters were backlogged (this one included)
+    std::uint64_t served_packets = 0;     // packets that left the queue (what DRR shares out)
+    std::uint64_t contended_packets = 0;  // of which left while >= 2 clusters were backlogged
 };
 
 class PortQueue {
@@ -97,11 +99,11 @@ public:
     std::size_t class_count() const noexcept { return queues_.size(); }
     const AggregatingQueue& class_queue(std::size_t c) const noexcept { return *queues_[c]; }
     std::uint16_t class_cluster(std::size_t c) const noexcept { return clusters_[c]; }
-    // Contributions (plus one per non-gradient packet) sent from each class: what DRR shares out.
+    // Packets sent from each class: what DRR shares out.
     std::uint64_t class_served(std::size_t c) const noexcept { return served_[c]; }
     std::uint32_t fair_lag() const noexcept { return fair_lag_; }
     bool chunk_follow() const noexcept { return chunk_follow_; }
-    // Bounded-lag round robin: a class's service in contributions per unit of weight, scaled by
+    // Bounded-lag round robin: a class's service in packets per unit of weight, scaled by
     // kServiceScale (exact for weights 1..16), as the rule compares it (0 under DRR).
     static constexpr std::int64_t kServiceScale = 720720;  // lcm(1..16)
     std::int64_t class_service(std::size_t c) const noexcept { return service_[c]; }

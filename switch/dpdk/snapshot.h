@@ -25,13 +25,15 @@ using core::store_relaxed;
 using core::SwitchCounter;
 using core::SwitchCounters;
 
-// One configured cluster's share of a port's egress (core::ClusterShare): contributions sent, and
-// those sent while at least two clusters had packets waiting there.
+// One configured cluster's share of a port's egress (core::ClusterShare): contributions and packets
+// sent, and those sent while at least two clusters had packets waiting there.
 struct ClusterShareSnapshot {
     std::uint16_t cluster_id = 0;
     std::uint32_t weight = 1;
     std::uint64_t served = 0;
     std::uint64_t contended = 0;
+    std::uint64_t served_packets = 0;
+    std::uint64_t contended_packets = 0;
 };
 
 struct PortSnapshot {

@@ -218,6 +218,8 @@ std::string stats_to_json(const SwitchSnapshot& s, const core::SwitchConfig& cfg
                 one["weight"] = c.weight;
                 one["served_contributions"] = c.served;
                 one["contended_contributions"] = c.contended;
+                one["served_packets"] = c.served_packets;
+                one["contended_packets"] = c.contended_packets;
                 clusters.push_back(std::move(one));
             }
             port["clusters"] = std::move(clusters);
@@ -326,6 +328,13 @@ std::string stats_to_prometheus(const SwitchSnapshot& s, const core::SwitchConfi
                   "shesha-switch stats JSON ports[].clusters[].contended_contributions: sent while two or more clusters "
                   "were backlogged (total since start; docs/switch.md)",
                   cl, c.contended);
+            w.add("shesha_port_cluster_served_packets_total", Type::Counter,
+                  "shesha-switch stats JSON ports[].clusters[].served_packets (total since start; docs/switch.md)", cl,
+                  c.served_packets);
+            w.add("shesha_port_cluster_contended_packets_total", Type::Counter,
+                  "shesha-switch stats JSON ports[].clusters[].contended_packets: sent while two or more clusters were "
+                  "backlogged, what scheduling: drr shares out (total since start; docs/switch.md)",
+                  cl, c.contended_packets);
         }
     }
     prom_section(w, "frames", "frames", frame_fields(s), sw_label);
@@ -377,12 +386,15 @@ int per_port(const char* params, rte_tel_data* d, Fields (*fields)(const PortSna
 int tel_ports(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, port_fields, false); }
 int tel_queues(const char*, const char* params, rte_tel_data* d) { return per_port(params, d, queue_fields, true); }
 
-// Each port's per-cluster shares, keys "c<cluster>/served" and "c<cluster>/contended" (contributions).
+// Each port's per-cluster shares, keys "c<cluster>/served" and "c<cluster>/contended" (contributions),
+// "c<cluster>/served_packets" and "c<cluster>/contended_packets".
 Fields share_fields(const PortSnapshot& p) {
     Fields f;
     for (const ClusterShareSnapshot& c : p.clusters) {
         f.push_back({fmt::format("c{}/served", c.cluster_id), c.served});
         f.push_back({fmt::format("c{}/contended", c.cluster_id), c.contended});
+        f.push_back({fmt::format("c{}/served_packets", c.cluster_id), c.served_packets});
+        f.push_back({fmt::format("c{}/contended_packets", c.cluster_id), c.contended_packets});
     }
     return f;
 }
@@ -455,7 +467,7 @@ bool register_telemetry(Switch* sw) {
     ok &= rte_telemetry_register_cmd("/shesha/queues", tel_queues,
                                      "Per-port egress queue state and counters. Parameters: optional port name or index") == 0;
     ok &= rte_telemetry_register_cmd("/shesha/shares", tel_shares,
-                                     "Per-cluster contributions served and contended per port. Parameter: port name or index") == 0;
+                                     "Per-cluster contributions and packets served and contended per port. Parameter: port name or index") == 0;
     ok &= rte_telemetry_register_cmd("/shesha/malformed", tel_malformed,
                                      "Malformed frames per reason and gradient policy counters. No parameters") == 0;
     ok &= rte_telemetry_register_cmd("/shesha/fdb", tel_fdb, "FDB size and counters, feedback counters. No parameters") == 0;

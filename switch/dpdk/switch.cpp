@@ -60,6 +60,8 @@ struct Switch::PortState {
     struct ShareView {
         std::array<std::uint64_t, kMaxReportedShares> served;
         std::array<std::uint64_t, kMaxReportedShares> contended;
+        std::array<std::uint64_t, kMaxReportedShares> served_packets;
+        std::array<std::uint64_t, kMaxReportedShares> contended_packets;
     };
     Published<ShareView> shares;  // served/contended of pipeline port.queue.shares()[i]
 
@@ -70,6 +72,8 @@ struct Switch::PortState {
         for (std::size_t i = 0; i < list.size() && i < kMaxReportedShares; ++i) {
             v.served[i] = list[i].served;
             v.contended[i] = list[i].contended;
+            v.served_packets[i] = list[i].served_packets;
+            v.contended_packets[i] = list[i].contended_packets;
         }
         shares.publish(v);
     }
@@ -311,7 +315,8 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
         if (!shares.empty()) {
             const auto counts = p->shares.read();
             for (std::size_t c = 0; c < shares.size() && c < kMaxReportedShares; ++c)
-                ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, counts.served[c], counts.contended[c]});
+                ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, counts.served[c], counts.contended[c],
+                                       counts.served_packets[c], counts.contended_packets[c]});
         }
         const auto& q = ps.queue;
         ps.mean_depth = q.depth_samples ? static_cast<double>(q.depth_sum) / static_cast<double>(q.depth_samples) : 0.0;

@@ -93,7 +93,7 @@ if command -v dpdk-telemetry.py >/dev/null; then
     check "telemetry /shesha/shares,null1 lists both clusters with 0 served" $(python3 -c "
 import json, sys
 r = [json.loads(l) for l in open('$work/shares.txt') if l.startswith('{')][0]['/shesha/shares']
-sys.exit(0 if r == {'c1/served': 0, 'c1/contended': 0, 'c2/served': 0, 'c2/contended': 0} else 1)"; echo $?)
+sys.exit(0 if r == {'c1/served': 0, 'c1/contended': 0, 'c1/served_packets': 0, 'c1/contended_packets': 0, 'c2/served': 0, 'c2/contended': 0, 'c2/served_packets': 0, 'c2/contended_packets': 0} else 1)"; echo $?)
 fi
 kill -INT "$pid"
 wait "$pid"; rc=$?

@@ -76,8 +76,9 @@ for case in no-marking:responsiveness unfair-windows:fairness; do
     grep -q '^no bound violated$' "$out/$name-idle.log" || fail "$name: idle workload should violate nothing"
 done
 
-# Issue 11's regression: the real fairness counterexample shesha-verify finds at horizon 8 on the
-# default system (fair.yaml at horizon 8, epsilon 3; about 2.5 min to find, so kept as a file).
+# Issue 11's regression, in packets since the fair queues count packets: the real fairness
+# counterexample shesha-verify finds at horizon 8 on the FIFO port (fair.yaml at horizon 8 with
+# epsilon 1; kept as a file).
 # On the FIFO port it is violated at the model's step; the same requested workload on the
 # per-cluster fair queue (DRR) violates nothing.
 regression="$examples/regressions/fairness-t8-fifo.json"

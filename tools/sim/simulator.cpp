@@ -815,12 +815,13 @@ struct Simulator::Impl final : FeedbackSink {
         }
         s.staleness_mean = chunk_total ? stale_sum / static_cast<double>(chunk_total) : 0;
         s.jain_fairness = jain_den > 0 ? jain_num * jain_num / (static_cast<double>(learners.size()) * jain_den) : 0;
-        // Over the ports' contended service (PortQueue::shares, every port of every switch), per unit of weight.
+        // Over the ports' contended service in packets (PortQueue::shares, every port of every switch, what
+        // scheduling: drr shares out), per unit of weight.
         std::map<std::uint16_t, double> contended;
         for (const auto& sw : switches)
             for (std::size_t i = 0; i < sw->pipeline->port_count(); ++i)
                 for (const core::ClusterShare& c : sw->pipeline->port(i).queue.shares())
-                    contended[c.cluster_id] += static_cast<double>(c.contended) / c.weight;
+                    contended[c.cluster_id] += static_cast<double>(c.contended_packets) / c.weight;
         double cn = 0, cd = 0;
         for (const auto& [id, x] : contended) {
             cn += x;

@@ -84,7 +84,7 @@ struct Summary {
     double staleness_mean = 0;
     std::uint32_t staleness_max = 0;
     double jain_fairness = 0;                 // over per-cluster applied contributions per worker
-    double jain_contended = 0;                // over per-cluster contended service at the ports, per weight (0: none)
+    double jain_contended = 0;                // over per-cluster contended packets at the ports, per weight (0: none)
     // Every switch's pipeline counters (switch/core/counters.h), added up over the switches.
     core::SwitchCounters switch_counters;
     core::PortCounters switch_port_counters;

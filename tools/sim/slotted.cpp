@@ -328,7 +328,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
             rec.departures.push_back(
                 {pk->cluster, static_cast<int>(dep.contributions), dep.marked, pk->min_version, pk->max_version});
             pk->queued = false;
-            rec.served[pk->cluster] += dep.contributions;
+            ++rec.served[pk->cluster];  // packets: what the fair queue shares out
             --waiting[pk->cluster];
             free_list.push_back(pk);
         }
@@ -425,7 +425,7 @@ SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds&
                         m.violations.push_back(
                             {"fairness", t0,
                              fmt::format("clusters {} and {}, both backlogged and greedy over slots {}..{}, were served "
-                                         "{} contributions apart (epsilon {})", a, b, t0, t0 + W - 1, std::abs(diff),
+                                         "{} packets apart (epsilon {})", a, b, t0, t0 + W - 1, std::abs(diff),
                                          bounds.fairness->epsilon)});
                 }
     }

@@ -87,7 +87,7 @@ struct SlotRecord {
     std::int64_t merges = 0;                 // arrivals merged into a waiting packet
     std::vector<bool> backlogged;            // a packet of the cluster waited before service
     std::vector<SlotDeparture> departures;   // in departure order
-    std::vector<std::int64_t> served;        // contributions departed
+    std::vector<std::int64_t> served;        // packets departed
     std::vector<bool> cut;                   // the sender cut its window (FEEDBACK or round end)
     std::vector<std::int64_t> window;        // usable window after sending
     std::vector<std::int64_t> in_flight;
@@ -129,7 +129,7 @@ struct BoundViolation {
 //   AoM age of cluster c: 0 in a slot where c was served, else previous age + 1 while a packet of
 //   c waits, else 0.
 //   Fairness: over W consecutive slots in which two clusters are both backlogged and greedy in
-//   every slot, the difference of their served contributions.
+//   every slot, the difference of their served packets.
 //   Reaction time: from a slot where an arrival of c found depth >= threshold, the slots until
 //   the queue ends a slot under the threshold (0 if that same slot) or c cuts its window.
 struct SlotMeasurements {

@@ -12,8 +12,8 @@
 //      2nd of cluster 0, ...): merge into the waiting packet of the same (cluster, chunk), else
 //      take the tail slot, else tail drop; marked if the depth found is >= mark_depth,
 //   E. up to service_rate packets leave: from the head (FIFO scheduling), or from the class that
-//      deficit round robin in contributions picks (fair_scheduling: one queue per cluster, each
-//      with the port's capacity and marking depth, as core::PortQueue).
+//      deficit round robin in packets picks (fair_scheduling: one queue per cluster, each with the
+//      port's capacity and marking depth, as core::PortQueue).
 #pragma once
 
 #include <cmath>
@@ -135,7 +135,7 @@ template <class D> struct StepRecord {
     typename D::I drops;
     std::vector<typename D::B> backlogged;      // per cluster: a packet waiting before service
     std::vector<DepartureRec<D>> departures;    // service_rate entries, in order
-    std::vector<typename D::I> served;          // per cluster: contributions departed
+    std::vector<typename D::I> served;          // per cluster: packets departed (what DRR shares)
     std::vector<typename D::B> cut;             // per cluster: window cut (FEEDBACK or round end)
     std::vector<typename D::I> window;          // per cluster, after sending
     std::vector<typename D::I> in_flight;
@@ -303,7 +303,7 @@ public:
             rec.marked_depth[c] = d_.fix(rec.marked_depth[c], name("marked_depth", t, c));
             I served = d_.lit(0);
             for (const auto& dep : rec.departures)
-                served = served + d_.sel(dep.valid && dep.cluster == d_.lit(c), dep.contrib, d_.lit(0));
+                served = served + d_.sel(dep.valid && dep.cluster == d_.lit(c), d_.lit(1), d_.lit(0));
             rec.served.push_back(d_.fix(served, name("served", t, c)));
             rec.cut[c] = d_.fixb(rec.cut[c], name("cut", t, c));
         }
@@ -466,7 +466,7 @@ private:
 
     struct ClassQueue {
         I depth;
-        I deficit;  // DRR: contributions this class may still send in its turn
+        I deficit;  // DRR: packets this class may still send in its turn
         std::vector<Slot<D>> slots;
     };
 
@@ -534,11 +534,10 @@ private:
 
     // PortQueue::pick() then dequeue() (switch/core/port_queue.cpp), unrolled: a visit to an empty
     // class forfeits its deficit and moves on; a class starting its turn earns its quantum (1
-    // contribution, weights are 1); it sends its head if the deficit covers the head's
-    // contributions, else the turn passes. Bound on the visits: deficits never go negative, each
-    // full round adds 1 to every backlogged class, and no head carries more contributions than its
-    // sender has in flight (<= w_max), so some class sends within 1 + classes * w_max visits. The
-    // concrete domain checks that bound on every run (ConcreteDomain::expect).
+    // packet, weights are 1); it sends its head if the deficit covers it (every packet costs 1),
+    // else the turn passes. Bound on the visits: a backlogged class sends at its first visit of a
+    // turn, so some class sends within 1 + classes visits. The concrete domain checks that bound
+    // on every run (ConcreteDomain::expect).
     DepartureRec<D> drr_dequeue(int t, int k) {
         const int n = static_cast<int>(queues_.size());
         const B any = total_depth() > d_.lit(0);
@@ -546,9 +545,7 @@ private:
         I picked = d_.lit(0);
         I cur = drr_current_;
         B turn = drr_turn_started_;
-        int max_cost = p_.w_max;
-        for (int c = 0; c < p_.clusters; ++c) max_cost = std::max(max_cost, p_.w_max_of(c));
-        const int visits = 1 + n * max_cost;
+        const int visits = 1 + n;
         for (int v = 0; v < visits; ++v) {
             I next_cur = cur;
             B next_turn = turn;
@@ -558,9 +555,7 @@ private:
                 const B here = !done && cur == d_.lit(q);
                 const B empty = cq.depth == d_.lit(0);
                 const I earned = d_.sel(turn, cq.deficit, cq.deficit + d_.lit(1));
-                const I head = cq.slots[0].contrib;
-                const I cost = d_.sel(head < d_.lit(1), d_.lit(1), head);
-                const B sends = !empty && earned >= cost;
+                const B sends = !empty && earned >= d_.lit(1);
                 cq.deficit = d_.sel(here, d_.sel(empty, d_.lit(0), earned), cq.deficit);
                 next_cur = d_.sel(here && !sends, d_.lit((q + 1) % n), next_cur);
                 next_turn = d_.bsel(here, sends, next_turn);
@@ -592,7 +587,6 @@ private:
         for (int q = 0; q < n; ++q) {
             ClassQueue& cq = queues_[q];
             const B from = any && picked == d_.lit(q);
-            const I cost = d_.sel(cq.slots[0].contrib < d_.lit(1), d_.lit(1), cq.slots[0].contrib);
             for (int j = 0; j + 1 < p_.queue_packets; ++j) {
                 Slot<D>& sl = cq.slots[j];
                 const Slot<D>& nx = cq.slots[j + 1];
@@ -606,7 +600,7 @@ private:
             }
             cq.depth = d_.sel(from, cq.depth - d_.lit(1), cq.depth);
             const B emptied = from && cq.depth == d_.lit(0);
-            cq.deficit = d_.sel(emptied, d_.lit(0), d_.sel(from, cq.deficit - cost, cq.deficit));
+            cq.deficit = d_.sel(emptied, d_.lit(0), d_.sel(from, cq.deficit - d_.lit(1), cq.deficit));
             cur = d_.sel(emptied, d_.lit((q + 1) % n), cur);
             turn = d_.bsel(emptied, d_.blit(false), turn);
         }
@@ -633,7 +627,7 @@ template <class D> struct Violation {
 };
 
 // Over every window of W steps in which clusters a and b are both backlogged at every step, their
-// served contributions differ by at most epsilon. Backlogged: a packet of the cluster waits in the
+// served packets differ by at most epsilon. Backlogged: a packet of the cluster waits in the
 // queue AND its sender is greedy (sent all that max_arrivals and its window allowed), i.e. it
 // always had more to send; a cluster that holds back gets less, which is not unfairness.
 template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Trace<D>& tr, const FairnessSpec& f) {
@@ -653,7 +647,7 @@ template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Tra
                 out.push_back({both && (diff > d.lit(f.epsilon) || diff < d.lit(-f.epsilon)), "fairness", t0,
                                "clusters " + std::to_string(a) + " and " + std::to_string(b) +
                                    " both backlogged over steps " + std::to_string(t0) + ".." +
-                                   std::to_string(t0 + f.window - 1) + " but served contributions differ by more than " +
+                                   std::to_string(t0 + f.window - 1) + " but served packets differ by more than " +
                                    std::to_string(f.epsilon)});
             }
     return out;
