@@ -70,7 +70,7 @@ check("scenario has the FIFO and full Shesha arms", arms == ["fifo", "shesha"])
 check("full Shesha schedules per cluster (drr), FIFO does not",
       [a["scheduling"] for a in sc["arms"]] == ["fifo", "drr"])
 check("the learners share one host and port", sc["learners"] == "shared")
-for section in ("## Goals: full Shesha against FIFO", "## Time to target over seeds", "## At scale: the same shape in shesha-sim"):
+for section in ("## Goals: full Shesha against FIFO", "## Seed by seed", "## Time to target over seeds", "## At scale: the same shape in shesha-sim"):
     check(f"report has '{section}'", section in report)
 sim_rows = open(os.path.join(R, "sim", "summary.csv")).read().splitlines()[1:] if os.path.exists(os.path.join(R, "sim", "summary.csv")) else []
 check("simulator section: 2 sizes x 2 arms x 3 seeds", len(sim_rows) == 12)
@@ -109,6 +109,8 @@ for a in sc["arms"]:
                       sorted(c["cluster"] for c in cl) == sorted(c["id"] for c in sc["clusters"]))
                 check(f"{tag} {sw}/{port}: 0 <= contended <= served per cluster",
                       all(0 <= c["contended_contributions"] <= c["served_contributions"] for c in cl))
+                check(f"{tag} {sw}/{port}: 0 <= contended <= served packets, packets <= contributions",
+                      all(0 <= c["contended_packets"] <= c["served_packets"] <= c["served_contributions"] for c in cl))
         if r.get("jain_contended") is not None:
             check(f"{tag}: contended Jain in (0, 1]", 0 < r["jain_contended"] <= 1 + 1e-9)
             check(f"{tag}: contended shares sum to 1",
