@@ -66,13 +66,17 @@ lab = importlib.util.module_from_spec(spec)
 loader.exec_module(lab)
 assert lab.parse_seeds("4-13") == list(range(4, 14)), lab.parse_seeds("4-13")
 assert lab.parse_seeds("1-3,7,2") == [1, 2, 3, 7]
-sc = {"seeds": [1, 2, 3, 4], "clusters": [{"id": 1, "env": "A"}, {"id": 2, "env": "B"}]}
+sc = {"seeds": [1, 2, 3, 4], "clusters": [{"id": 1, "env": "A", "_eval_interval_s": 1.0},
+                                          {"id": 2, "env": "B", "_eval_interval_s": 1.0}]}
 def run(t1, a1, t2, a2):
     return {"clusters": {"1": {"time_to_target_s": t1, "aom_mean_ms": a1}, "2": {"time_to_target_s": t2, "aom_mean_ms": a2}}}
 results = {
     "fifo":   {"1": run(10, 100, None, 50), "2": run(10, 100, 20, 50), "3": run(None, 100, None, 50), "4": run(5, 10, 5, 10)},
     "shesha": {"1": run(12, 20, 30, 60), "2": run(8, 200, None, 40), "3": run(None, 90, 9, 50)},  # seed 4 missing
+    "tie":    {"1": run(11, 100, 20, 50)},  # 1 s later than FIFO: within the learner's evaluation interval
 }
+tie = lab.seed_verdicts(sc, results, "fifo", "tie")
+assert [(r["slower"], r["aom_worse"]) for r in tie] == [(False, False), (False, False)], tie
 rows = lab.seed_verdicts(sc, results, "fifo", "shesha")
 got = [(r["seed"], r["cluster"], r["slower"], r["aom_worse"]) for r in rows]
 want = [(1, "1", True, False), (1, "2", False, True),    # later; reached where FIFO never did, but AoM higher
@@ -80,6 +84,7 @@ want = [(1, "1", True, False), (1, "2", False, True),    # later; reached where 
         (3, "1", False, False), (3, "2", False, False)]  # both never: a tie; equal AoM is not worse
 assert got == want, got
 text = "\n".join(lab.robustness_section(sc, [{"name": "fifo"}, {"name": "shesha"}], results))
+assert "every 1 s" in text, text
 assert "Cluster 1 (A): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**" in text, text
 assert "Cluster 2 (B): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**; reached the target on 2 of 3 (`fifo`: 1)" in text, text
 PY
