@@ -91,7 +91,7 @@ TEST_CASE("one cluster, one chunk: two updates merge in the queue and leave as o
     CHECK(run.slots[0].merges == 1);
     CHECK(run.slots[0].depth_after_arrivals == 1);
     CHECK(departures(run.slots[0]) == std::vector<std::pair<int, int>>{{0, 2}});
-    CHECK(run.slots[0].served == std::vector<std::int64_t>{2});
+    CHECK(run.slots[0].served == std::vector<std::int64_t>{1});  // one packet (carrying both updates)
     CHECK(run.slots[1].departures.empty());
 
     s.aggregation = false;  // the FIFO arm: two packets, two slots
