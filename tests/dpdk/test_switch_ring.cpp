@@ -662,12 +662,20 @@ TEST_CASE("each cluster's share of a port: contributions served, and served whil
         // FIFO: both of cluster 7's leave ahead of cluster 8's. DRR: 7, 8, then 7 alone.
         CHECK(c7.contended == (drr ? 1u : 2u));
         CHECK(c8.contended == (drr ? 1u : 0u));
+        // One contribution per packet here, so the packet counts are the same.
+        CHECK(c7.served_packets == 2);
+        CHECK(c8.served_packets == 1);
+        CHECK(c7.contended_packets == c7.contended);
+        CHECK(c8.contended_packets == c8.contended);
         CHECK(st.ports[0].clusters.size() == 2);
         CHECK(st.ports[0].clusters[0].served == 0);
         const std::string json = sw::stats_to_json(st, cfg);
         CHECK(json.find(fmt::format("\"contended_contributions\": {}", c7.contended)) != std::string::npos);
+        CHECK(json.find(fmt::format("\"contended_packets\": {}", c7.contended_packets)) != std::string::npos);
         const std::string prom = sw::stats_to_prometheus(st, cfg, "tor");
         CHECK(prom.find(fmt::format("shesha_port_cluster_served_contributions_total{{switch=\"tor\",port=\"p1\",cluster=\"7\"}} 2")) !=
+              std::string::npos);
+        CHECK(prom.find(fmt::format("shesha_port_cluster_served_packets_total{{switch=\"tor\",port=\"p1\",cluster=\"7\"}} 2")) !=
               std::string::npos);
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
