@@ -478,11 +478,6 @@ std::uint32_t AggregatingQueue::front_len() const noexcept {
     return q.head == q.tail ? 0 : q.ring[q.head & q.ring_mask].frame_len;
 }
 
-std::uint16_t AggregatingQueue::front_contributions() const noexcept {
-    const Impl& q = *impl_;
-    return q.head == q.tail ? 0 : q.ring[q.head & q.ring_mask].contributions;
-}
-
 namespace {
 void fill(Departure& d, const Slot& e, std::uint64_t sojourn) noexcept {
     d.handle = e.handle;

@@ -106,8 +106,6 @@ public:
 
     // Frame length of the packet at the head (for the shaper), 0 if empty.
     std::uint32_t front_len() const noexcept;
-    // Updates the packet at the head carries (0 for non-gradients or if empty; for DRR).
-    std::uint16_t front_contributions() const noexcept;
     // Chunk following (PortQueue's chunk_follow, docs/queue.md "Chunk following"): call before each
     // front_len()/dequeue(). When the head is a gradient that carries merged contributions (more than
     // one), the gradients of the same cluster and chunk that are waiting at that moment leave right

@@ -198,7 +198,7 @@ std::size_t PortQueue::pick() noexcept {
             deficit_[current_] += quantum_[current_];
             turn_started_ = true;
         }
-        if (chunk_follow_ && current_ != 0) q.follow_chunk();  // before its head's cost is read
+        if (chunk_follow_ && current_ != 0) q.follow_chunk();  // before its head is committed
         if (deficit_[current_] >= kPacketCost) {
             picked_ = current_;
             return picked_;
