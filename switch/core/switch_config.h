@@ -70,7 +70,7 @@ struct ClusterConfig {
     std::vector<Mac> member_macs;
     std::vector<std::uint32_t> member_ips;  // host byte order
     std::vector<MacIp> member_bindings;     // "MAC@IP": both must match
-    std::uint32_t weight = 1;               // share of a port's updates under DRR scheduling (1..1000)
+    std::uint32_t weight = 1;               // share of a port's packets under DRR scheduling (1..1000)
 
     bool operator==(const ClusterConfig&) const = default;
 };
@@ -98,7 +98,7 @@ struct SwitchConfig {
     bool aggregation = true;             // global switch: false makes every queue a plain FIFO
     NonMemberAction non_member = NonMemberAction::ForwardUnmerged;
     // fifo: one aggregating queue per port. drr: one per configured cluster plus one for the rest,
-    // deficit round robin weighted by contributions (clusters[].weight): fair shares of updates.
+    // deficit round robin in packets, weighted by clusters[].weight: fair shares of the port's turns.
     Scheduling scheduling = Scheduling::Fifo;
     // aggregation.fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin
     // under drr: one packet per class per turn, no class more than L contributions (per unit of

@@ -24,7 +24,7 @@ ARMS = {
     "merge": ["queue.aggregation=true", "transport.window_control=false", "transport.switch_feedback=false"],
     "fifo+window+fb": ["queue.aggregation=false", "transport.window_control=true", "transport.switch_feedback=true"],
     "merge+window+fb": ["queue.aggregation=true", "transport.window_control=true", "transport.switch_feedback=true"],
-    # Per-cluster fair queues on every switch port (DRR by contributions, docs/queue.md).
+    # Per-cluster fair queues on every switch port (DRR in packets, docs/queue.md).
     "merge+drr": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=false",
                   "transport.switch_feedback=false"],
     "merge+drr+window+fb": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
