@@ -66,8 +66,14 @@ lab = importlib.util.module_from_spec(spec)
 loader.exec_module(lab)
 assert lab.parse_seeds("4-13") == list(range(4, 14)), lab.parse_seeds("4-13")
 assert lab.parse_seeds("1-3,7,2") == [1, 2, 3, 7]
-sc = {"seeds": [1, 2, 3, 4], "clusters": [{"id": 1, "env": "A", "_eval_interval_s": 1.0},
-                                          {"id": 2, "env": "B", "_eval_interval_s": 1.0}]}
+import os, tempfile
+cfg = os.path.join(tempfile.mkdtemp(), "cluster.yaml")
+with open(cfg, "w") as f:
+    f.write("env: CartPole-v1\nlearner:\n  eval_interval_ms: 1000\n")
+sc = {"seeds": [1, 2, 3, 4], "clusters": [{"id": 1, "env": "A", "config": cfg}, {"id": 2, "env": "B", "config": cfg}]}
+assert lab.eval_interval_s(sc["clusters"][0]) == 1.0
+assert lab.eval_interval_s({"id": 3, "config": "/nonexistent.yaml"}) == 2.0  # the learner's default
+one_s = {"1": 1.0, "2": 1.0}
 def run(t1, a1, t2, a2):
     return {"clusters": {"1": {"time_to_target_s": t1, "aom_mean_ms": a1}, "2": {"time_to_target_s": t2, "aom_mean_ms": a2}}}
 results = {
@@ -75,9 +81,9 @@ results = {
     "shesha": {"1": run(12, 20, 30, 60), "2": run(8, 200, None, 40), "3": run(None, 90, 9, 50)},  # seed 4 missing
     "tie":    {"1": run(11, 100, 20, 50)},  # 1 s later than FIFO: within the learner's evaluation interval
 }
-tie = lab.seed_verdicts(sc, results, "fifo", "tie")
+tie = lab.seed_verdicts(sc, results, "fifo", "tie", one_s)
 assert [(r["slower"], r["aom_worse"]) for r in tie] == [(False, False), (False, False)], tie
-rows = lab.seed_verdicts(sc, results, "fifo", "shesha")
+rows = lab.seed_verdicts(sc, results, "fifo", "shesha", one_s)
 got = [(r["seed"], r["cluster"], r["slower"], r["aom_worse"]) for r in rows]
 want = [(1, "1", True, False), (1, "2", False, True),    # later; reached where FIFO never did, but AoM higher
         (2, "1", False, True), (2, "2", True, False),    # never where FIFO reached it: slower
