@@ -94,4 +94,9 @@ assert "every 1 s" in text, text
 assert "Cluster 1 (A): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**" in text, text
 assert "Cluster 2 (B): `shesha` slower than `fifo` on **1 of 3** seeds, AoM higher on **1 of 3**; reached the target on 2 of 3 (`fifo`: 1)" in text, text
 PY
+# tools/lab/plot_starvation.py: wrong arguments or a report without the run: a message and exit 1.
+rc=0; $py tools/lab/plot_starvation.py > "$out/ps.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'plot_starvation.py OUT.png SEED' "$out/ps.log" || { cat "$out/ps.log" >&2; fail "plot_starvation: no usage"; }
+rc=0; $py tools/lab/plot_starvation.py "$out/x.png" 5 A "$out/none" B "$out/none" > "$out/ps.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'no run directory' "$out/ps.log" && ! grep -q Traceback "$out/ps.log" || { cat "$out/ps.log" >&2; fail "plot_starvation: missing run"; }
 echo "lab check: $n scenarios valid, bad ones rejected"

@@ -44,4 +44,23 @@ set +e
 msg=$("$sim" -q -c "$out/bad.yaml" 2>&1); rc=$?
 set -e
 [[ $rc -eq 2 && $msg == *"bad.yaml:2"*"'workload.chunks'"* ]] || fail "bad value not reported with file:line and key: $msg"
+# tools/sim/compare_arms.py on real rows: two seeds of two arms at one point, labelled as run_study.py
+# labels them; the arm with window control is compared with merging alone. Bad input: a clear
+# message and exit 1, no traceback.
+cmp=/usr/bin/python3
+cmp_py="$configs/../tools/sim/compare_arms.py"
+for s in 1 2; do
+    for arm in merge:--window=off merge+window:--window=on; do
+        "$sim" -q -c "$configs/sim-tor.yaml" "${short[@]}" --set seed=$s "${arm#*:}" -o "$out/cmp" --append \
+            -l "tor/16/${arm%%:*}/s$s" || fail "compare_arms input run failed"
+    done
+done
+$cmp "$cmp_py" "$out/cmp/summary.csv" merge merge+window > "$out/cmp.txt" || fail "compare_arms exited $?"
+grep -q '^| tor/16 | ' "$out/cmp.txt" || fail "compare_arms: no row for the point"
+[[ $(grep -c 'beyond noise at [01] of 1 points' "$out/cmp.txt") -eq 3 ]] || { cat "$out/cmp.txt" >&2; fail "compare_arms: no verdict per metric"; }
+printf 'label,aom_mean_us\nbogus,1\n' > "$out/bad.csv"
+rc=0; $cmp "$cmp_py" "$out/bad.csv" merge > "$out/bad.txt" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'bad.csv:2: label .bogus. is not STUDY/X/ARM/sSEED' "$out/bad.txt" || { cat "$out/bad.txt" >&2; fail "compare_arms: bad label"; }
+rc=0; $cmp "$cmp_py" "$out/missing.csv" merge > "$out/bad.txt" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'cannot read' "$out/bad.txt" && ! grep -q Traceback "$out/bad.txt" || fail "compare_arms: missing file"
 echo "sim CLI: ok"

@@ -48,14 +48,14 @@ def main(argv):
         sys.exit(__doc__)
     out, seed, label_a, report_a, label_b, report_b = argv[:6]
     arm = argv[6] if len(argv) == 7 else "shesha"
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     runs = [(label_a, os.path.join(report_a, "raw", arm, f"seed-{seed}")),
             (label_b, os.path.join(report_b, "raw", arm, f"seed-{seed}"))]
     for _, d in runs:
         if not os.path.isdir(d):
             sys.exit(f"plot_starvation: no run directory {d}")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharex=True, squeeze=False)
     for col, (label, d) in enumerate(runs):
         ax = axes[0][col]

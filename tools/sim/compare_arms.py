@@ -27,15 +27,22 @@ def metric(row, key):
 def load(path):
     """{point: {arm: {metric_name: [values over seeds]}}}, points in file order."""
     points = {}
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            parts = row["label"].split("/")
-            if len(parts) != 4 or not parts[3].startswith("s"):
-                sys.exit(f"compare_arms: label {row['label']!r} is not STUDY/X/ARM/sSEED (run run_study.py with --seeds)")
-            point, arm = f"{parts[0]}/{parts[1]}", parts[2]
-            cell = points.setdefault(point, {}).setdefault(arm, {name: [] for name, _ in METRICS})
-            for name, key in METRICS:
-                cell[name].append(metric(row, key))
+    try:
+        with open(path) as f:
+            for line, row in enumerate(csv.DictReader(f), start=2):
+                parts = (row.get("label") or "").split("/")
+                if len(parts) != 4 or not parts[3].startswith("s"):
+                    sys.exit(f"compare_arms: {path}:{line}: label {row.get('label')!r} is not STUDY/X/ARM/sSEED "
+                             "(run run_study.py with --seeds)")
+                point, arm = f"{parts[0]}/{parts[1]}", parts[2]
+                cell = points.setdefault(point, {}).setdefault(arm, {name: [] for name, _ in METRICS})
+                for name, key in METRICS:
+                    try:
+                        cell[name].append(metric(row, key))
+                    except (KeyError, TypeError, ValueError):
+                        sys.exit(f"compare_arms: {path}:{line}: no number for {key or 'contributions_dropped/sent'}")
+    except OSError as e:
+        sys.exit(f"compare_arms: cannot read {path}: {e.strerror}")
     return points
 
 
