@@ -22,7 +22,8 @@
 #include "envs/registry.h"
 #include "learner_core.h"
 #include "model_receiver.h"
-#include "tool_util.h"
+#include "clock.h"
+#include "udp.h"
 #include "transport/credit_sender.h"
 
 namespace shesha {
@@ -39,20 +40,20 @@ drl::ClusterConfig load_config(const std::string& path) {
 }
 
 in_addr parse_address(const std::string& text, const char* what) {
-    const auto a = tools::parse_ipv4(text);
+    const auto a = net::parse_ipv4(text);
     if (!a) throw Error(fmt::format("{}: not an IPv4 address: '{}'", what, text));
     return *a;
 }
 
 int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optional<std::uint8_t> tos) {
-    tools::UdpSocketOptions so;
+    net::UdpSocketOptions so;
     so.bind_addr = bind;
     so.bind_port = port;
     so.rcvbuf_bytes = buffer_bytes;
     so.sndbuf_bytes = buffer_bytes;
     so.tos = tos;
     std::string error;
-    const int fd = tools::open_udp_socket(so, error);
+    const int fd = net::open_udp_socket(so, error);
     if (fd < 0) throw Error(error);
     return fd;
 }
@@ -108,7 +109,7 @@ struct WorkerTransport::Impl {
         learner.sin_port = htons(o.learner_port != 0 ? o.learner_port : config.udp_port);
         check_path_mtu(bind_ip);
         fd = open_socket(bind_ip, 0, 4 << 20, std::uint8_t{0x02});  // ECT(0): a marking switch may set CE
-        last_heard = tools::monotonic_ns();
+        last_heard = clock::monotonic_ns();
     }
     ~Impl() {
         if (fd >= 0) ::close(fd);
@@ -165,7 +166,7 @@ struct WorkerTransport::Impl {
                 ++c.decode_errors;
                 continue;
             }
-            const std::uint64_t now = tools::monotonic_ns();
+            const std::uint64_t now = clock::monotonic_ns();
             switch (m.hdr.type) {
                 case proto::MsgType::Model:
                     if (drl::is_model_request(m.hdr)) {
@@ -218,7 +219,7 @@ struct WorkerTransport::Impl {
         pollfd pfd{fd, POLLIN, 0};
         if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_readable(fd, timeout_ms);
         receive();
-        const std::uint64_t now = tools::monotonic_ns();
+        const std::uint64_t now = clock::monotonic_ns();
         sender.on_timeout(now);
         flush(now);
         // Ask for the model while without one, and when the learner fell silent (it may have
@@ -228,7 +229,7 @@ struct WorkerTransport::Impl {
         if ((!receiver.has_model() || now - last_heard > silence) && now - last_request >= period) {
             last_request = now;
             const proto::Header h = drl::model_request_header(options.cluster_id, options.worker_id, receiver.version(),
-                                                              tools::realtime_ns());
+                                                              clock::realtime_ns());
             const std::size_t len = proto::encode(h, {}, tx);
             if (len != 0) send_datagram(len);
             ++c.model_requests;
@@ -240,7 +241,7 @@ struct WorkerTransport::Impl {
             throw Error(fmt::format("send: the gradient has {} elements, the model has {}", gradient.size(),
                                     sender.config().model_elems));
         env_steps = steps;
-        switch (sender.offer_update(version, tools::realtime_ns(), gradient)) {
+        switch (sender.offer_update(version, clock::realtime_ns(), gradient)) {
             case transport::OfferResult::Ok: break;
             case transport::OfferResult::WrongSize:
                 throw Error(fmt::format("send: the gradient has {} elements, the model has {}", gradient.size(),
@@ -248,7 +249,7 @@ struct WorkerTransport::Impl {
             case transport::OfferResult::NonFinite:
                 throw Error("send: the gradient holds a NaN or an infinity; the update is refused");
         }
-        flush(tools::monotonic_ns());
+        flush(clock::monotonic_ns());
     }
 
     bool newer_model_available() const {
@@ -297,11 +298,11 @@ bool WorkerTransport::take_model(Model& out) {
 }
 
 bool WorkerTransport::wait_model(Model& out, int timeout_ms) {
-    const std::uint64_t deadline = tools::monotonic_ns() + std::uint64_t(std::max(timeout_ms, 0)) * 1'000'000;
+    const std::uint64_t deadline = clock::monotonic_ns() + std::uint64_t(std::max(timeout_ms, 0)) * 1'000'000;
     for (;;) {
         impl_->poll(0);
         if (take_model(out)) return true;
-        const std::uint64_t now = tools::monotonic_ns();
+        const std::uint64_t now = clock::monotonic_ns();
         if (now >= deadline) return false;
         impl_->poll(static_cast<int>(std::min<std::uint64_t>((deadline - now) / 1'000'000 + 1, 10)));
         if (take_model(out)) return true;
@@ -312,7 +313,7 @@ bool WorkerTransport::has_model() const noexcept { return impl_->receiver.has_mo
 std::uint32_t WorkerTransport::learner_version() const noexcept { return impl_->c.learner_version; }
 std::uint32_t WorkerTransport::model_version() const noexcept { return impl_->receiver.version(); }
 std::uint32_t WorkerTransport::model_elems() const noexcept { return impl_->sender.config().model_elems; }
-std::uint16_t WorkerTransport::local_port() const noexcept { return tools::local_port(impl_->fd); }
+std::uint16_t WorkerTransport::local_port() const noexcept { return net::local_port(impl_->fd); }
 
 WorkerCounters WorkerTransport::counters() const {
     WorkerCounters w = impl_->c;
@@ -367,7 +368,7 @@ struct LearnerEndpoint::Impl {
         const in_addr bind_ip = parse_address(o.bind_address, "bind address");
         if (o.port < -1 || o.port > 65535) throw Error(fmt::format("port: expected -1 (the YAML's), 0 (any) or 1..65535, got {}", o.port));
         fd = open_socket(bind_ip, static_cast<std::uint16_t>(o.port < 0 ? config.udp_port : o.port), 8 << 20, std::nullopt);
-        const auto incarnation = static_cast<std::uint32_t>(tools::realtime_ns() / 1'000'000);
+        const auto incarnation = static_cast<std::uint32_t>(clock::realtime_ns() / 1'000'000);
         try {
             core = std::make_unique<learner::LearnerCore>(
                 config, o.cluster_id, o.initial_parameters, incarnation,
@@ -430,9 +431,9 @@ void LearnerEndpoint::poll(int timeout_ms) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++m.receive_errors;
             break;
         }
-        m.core->on_datagram({m.rx.data(), static_cast<std::size_t>(n)}, from, tools::realtime_ns(), tools::monotonic_ns());
+        m.core->on_datagram({m.rx.data(), static_cast<std::size_t>(n)}, from, clock::realtime_ns(), clock::monotonic_ns());
     }
-    m.core->on_tick(tools::realtime_ns(), tools::monotonic_ns());
+    m.core->on_tick(clock::realtime_ns(), clock::monotonic_ns());
 }
 
 std::span<const float> LearnerEndpoint::parameters() const noexcept { return impl_->core->parameters(); }
@@ -440,12 +441,12 @@ std::span<float> LearnerEndpoint::mutable_parameters() noexcept {
     impl_->core->note_parameters_written();  // whatever the caller writes is published next
     return impl_->core->mutable_parameters();
 }
-bool LearnerEndpoint::publish() { return impl_->core->publish_now(tools::realtime_ns(), tools::monotonic_ns()); }
+bool LearnerEndpoint::publish() { return impl_->core->publish_now(clock::realtime_ns(), clock::monotonic_ns()); }
 std::uint32_t LearnerEndpoint::version() const noexcept { return impl_->core->version(); }
 std::uint32_t LearnerEndpoint::model_elems() const noexcept {
     return static_cast<std::uint32_t>(impl_->core->parameters().size());
 }
-std::uint16_t LearnerEndpoint::local_port() const noexcept { return tools::local_port(impl_->fd); }
+std::uint16_t LearnerEndpoint::local_port() const noexcept { return net::local_port(impl_->fd); }
 void* LearnerEndpoint::native_core() noexcept { return impl_->core.get(); }
 
 LearnerCounters LearnerEndpoint::counters() const {
@@ -467,7 +468,7 @@ LearnerCounters LearnerEndpoint::counters() const {
     out.version = core.version();
     out.active_workers = core.active_workers();
     learner::LearnerCore& mutable_core = *impl_->core;
-    mutable_core.aom().advance(tools::realtime_ns());
+    mutable_core.aom().advance(clock::realtime_ns());
     out.aom_mean_ms = mutable_core.aom().mean_ns() / 1e6;
     out.aom_peak_ms = static_cast<double>(mutable_core.aom().peak_ns()) / 1e6;
     out.staleness_mean = core.staleness().mean();

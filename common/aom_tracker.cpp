@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace shesha::tools {
+namespace shesha::metrics {
 
 void AomTracker::advance(std::uint64_t now_ns) noexcept {
     if (!started_ || now_ns < next_tick_ns_) return;
@@ -30,4 +30,4 @@ void AomTracker::on_receive(std::uint64_t now_ns, std::uint64_t gen_ts_ns) noexc
     latest_gen_ns_ = std::max(latest_gen_ns_, gen_ts_ns);
 }
 
-}  // namespace shesha::tools
+}  // namespace shesha::metrics

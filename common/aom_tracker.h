@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-namespace shesha::tools {
+namespace shesha::metrics {
 
 class AomTracker {
 public:
@@ -43,4 +43,4 @@ private:
     std::int64_t peak_ns_ = 0;
 };
 
-}  // namespace shesha::tools
+}  // namespace shesha::metrics

@@ -119,9 +119,6 @@ Json parse_file(const std::string& path) {
     return parse(ss.str(), path);
 }
 
-}  // namespace shesha::json
-
-namespace shesha::tools {
 
 bool write_text_file(const std::string& path, const std::string& text, std::string& err) {
     if (path == "-") {
@@ -143,4 +140,10 @@ bool write_text_file(const std::string& path, const std::string& text, std::stri
     return true;
 }
 
-}  // namespace shesha::tools
+std::string snake_key(std::string_view text) {
+    std::string s(text);
+    for (char& c : s) c = (c == ' ' || c == '-' || c == '/') ? '_' : c;
+    return s;
+}
+
+}  // namespace shesha::json

@@ -117,11 +117,10 @@ template <class T> std::optional<T> optional(const Json& obj, std::string_view k
     return required<T>(obj, key, path);
 }
 
-}  // namespace shesha::json
-
-namespace shesha::tools {
-
 // Writes the text to path ("-" = stdout). Returns false and sets err on failure.
 bool write_text_file(const std::string& path, const std::string& text, std::string& err);
 
-}  // namespace shesha::tools
+// "bad chunk index/count" -> "bad_chunk_index_count": human-readable names as JSON keys.
+std::string snake_key(std::string_view text);
+
+}  // namespace shesha::json

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-namespace shesha::tools {
+namespace shesha::metrics {
 
 std::size_t LatencyHistogram::bucket_of(std::uint64_t value) noexcept {
     if (value < kSubBuckets) return static_cast<std::size_t>(value);
@@ -43,4 +43,4 @@ std::uint64_t LatencyHistogram::percentile(double p) const noexcept {
     return max_;
 }
 
-}  // namespace shesha::tools
+}  // namespace shesha::metrics

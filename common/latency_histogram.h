@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace shesha::tools {
+namespace shesha::metrics {
 
 class LatencyHistogram {
 public:
@@ -40,4 +40,4 @@ private:
     std::uint64_t max_ = 0;
 };
 
-}  // namespace shesha::tools
+}  // namespace shesha::metrics

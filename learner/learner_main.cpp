@@ -28,7 +28,9 @@
 #include "learner_prometheus.h"
 #include "prometheus.h"
 #include "shesha/transport.h"
-#include "tool_util.h"
+#include "clock.h"
+#include "stop_signal.h"
+#include "udp.h"
 
 namespace shesha::learner {
 namespace {
@@ -148,7 +150,7 @@ struct RunSummary {
     std::size_t workers_seen_max = 0;
 };
 
-std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTracker& aom, const RunSummary& s,
+std::string summary_json(const Options& o, const LearnerCore& core, metrics::AomTracker& aom, const RunSummary& s,
                          double wall_s, bool final) {
     json::Json j = json::Json::object();
     j["cluster_id"] = std::uint64_t{o.cluster};
@@ -185,7 +187,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     j["chunks"]["rejected_total"] = r.rejected_total() + c.rejected_total();
     j["chunks"]["rejected"] = json::Json::object();
     for (std::size_t i = 1; i < transport::kApplyResultCount; ++i)
-        j["chunks"]["rejected"][tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i)))] = r.rejected[i];
+        j["chunks"]["rejected"][json::snake_key(transport::to_string(static_cast<transport::ApplyResult>(i)))] = r.rejected[i];
     j["chunks"]["rejected"]["too_stale"] = c.rejected_too_stale;
     j["chunks"]["rejected"]["too_new"] = c.rejected_too_new;
     j["chunks"]["rejected"]["magnitude"] = c.rejected_magnitude;
@@ -194,10 +196,10 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     j["decode_errors"] = json::Json::object();
     j["decode_errors"]["total"] = c.decode_errors_total;
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j["decode_errors"][tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c.decode_errors[static_cast<std::size_t>(i)];
+        j["decode_errors"][json::snake_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c.decode_errors[static_cast<std::size_t>(i)];
     j["unexpected_type"] = c.unexpected_type;
     j["not_admitted"] = c.not_admitted;
-    aom.advance(tools::realtime_ns());
+    aom.advance(clock::realtime_ns());
     j["aom"] = json::Json::object();
     j["aom"]["samples"] = aom.samples();
     j["aom"]["mean_ms"] = aom.mean_ns() / 1e6;
@@ -232,7 +234,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, tools::AomTr
     for (const WorkerInfo& w : core.workers()) {
         json::Json& item = j["workers"]["list"].emplace_back(json::Json::object());
         item["id"] = w.id;
-        item["endpoint"] = tools::format_endpoint(w.addr);
+        item["endpoint"] = net::format_endpoint(w.addr);
         item["active"] = w.active;
         item["chunks_applied"] = w.chunks_applied;
         item["env_steps_reported"] = w.env_steps_latest;
@@ -254,7 +256,7 @@ int run(const Options& o) {
         spdlog::error("{}", e.what());
         return kExitUsage;
     }
-    const auto bind_ip = tools::parse_ipv4(o.bind);
+    const auto bind_ip = net::parse_ipv4(o.bind);
     if (!bind_ip) {
         fmt::print(stderr, "shesha-learner: --bind: not an IPv4 address: '{}'\n", o.bind);
         return kExitUsage;
@@ -312,7 +314,7 @@ int run(const Options& o) {
         return kExitMissed;
     }
     LearnerCore& core = *static_cast<LearnerCore*>(endpoint->native_core());
-    tools::install_stop_signals();
+    stop_signal::install();
 
     RunSummary summary;
     const std::uint32_t incarnation = core.incarnation();
@@ -346,8 +348,8 @@ int run(const Options& o) {
     }
 
     Evaluator evaluator(config, rl::ActorCritic::create(config.model, 0));
-    const std::uint64_t start_mono = tools::monotonic_ns();
-    const auto wall = [&] { return static_cast<double>(tools::monotonic_ns() - start_mono) / 1e9; };
+    const std::uint64_t start_mono = clock::monotonic_ns();
+    const auto wall = [&] { return static_cast<double>(clock::monotonic_ns() - start_mono) / 1e9; };
     const std::uint64_t eval_period = std::uint64_t{config.learner.eval_interval_ms} * 1'000'000;
     const std::uint64_t ckpt_period = std::uint64_t{config.learner.checkpoint_interval_ms} * 1'000'000;
     std::uint64_t next_eval = start_mono + eval_period;
@@ -360,7 +362,7 @@ int run(const Options& o) {
         summary.send_errors = io.send_errors;
         summary.receive_errors = io.receive_errors;
         std::string err;
-        if (!tools::write_text_file(o.metrics_dir + "/learner.json",
+        if (!json::write_text_file(o.metrics_dir + "/learner.json",
                                     summary_json(o, core, core.aom(), summary, wall(), final), err))
             spdlog::warn("{}", err);
     };
@@ -386,7 +388,7 @@ int run(const Options& o) {
         m.send_errors = io.send_errors;
         m.receive_errors = io.receive_errors;
         std::string err;
-        if (prom::write_textfile(o.prometheus_textfile, learner_prometheus_text(core, m, tools::realtime_ns()), err)) {
+        if (prom::write_textfile(o.prometheus_textfile, learner_prometheus_text(core, m, clock::realtime_ns()), err)) {
             prom_error_logged = false;
             return true;
         }
@@ -407,12 +409,12 @@ int run(const Options& o) {
         }
     };
 
-    while (!stop && !tools::stop_requested()) {
+    while (!stop && !stop_signal::requested()) {
         // Receives, validates, applies and credits every waiting chunk; answers model requests;
         // publishes on the YAML's cadence.
         endpoint->poll(1);
-        const std::uint64_t now_mono = tools::monotonic_ns();
-        const std::uint64_t now_real = tools::realtime_ns();
+        const std::uint64_t now_mono = clock::monotonic_ns();
+        const std::uint64_t now_real = clock::realtime_ns();
         summary.workers_seen_max = std::max(summary.workers_seen_max, core.workers().size());
 
         if (now_mono >= next_eval && evaluator.idle()) {
@@ -472,7 +474,7 @@ int run(const Options& o) {
         }
         if (o.duration_s > 0 && wall() >= o.duration_s) stop = true;
     }
-    core.publish_now(tools::realtime_ns(), tools::monotonic_ns());
+    core.publish_now(clock::realtime_ns(), clock::monotonic_ns());
     checkpoint();
     write_json(true);
     const bool prom_ok = write_prometheus();

@@ -1,7 +1,8 @@
 #include "learner_prometheus.h"
 
+#include "json_io.h"
 #include "prometheus.h"
-#include "tool_util.h"
+
 
 namespace shesha::learner {
 
@@ -39,7 +40,7 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
             c.version_ahead);
     for (std::size_t i = 1; i < transport::kApplyResultCount; ++i)
         w.add("shesha_learner_chunks_rejected_total", Type::Counter, "GRADIENT chunks rejected, by reason (chunks.rejected)",
-              {l[0], {"reason", tools::json_key(transport::to_string(static_cast<transport::ApplyResult>(i)))}},
+              {l[0], {"reason", json::snake_key(transport::to_string(static_cast<transport::ApplyResult>(i)))}},
               r.rejected[i]);
     // The learner's own rejections (docs/aom.md, "How the learner applies a chunk").
     const std::pair<const char*, std::uint64_t> hardening[] = {
@@ -56,11 +57,11 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
             c.models_withheld);
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
         w.add("shesha_learner_decode_errors_total", Type::Counter, "Undecodable datagrams, by reason (decode_errors)",
-              {l[0], {"reason", tools::json_key(proto::to_string(static_cast<proto::DecodeError>(i)))}},
+              {l[0], {"reason", json::snake_key(proto::to_string(static_cast<proto::DecodeError>(i)))}},
               c.decode_errors[static_cast<std::size_t>(i)]);
     counter("shesha_learner_unexpected_messages_total", "Messages of a type the learner does not take", c.unexpected_type);
 
-    tools::AomTracker& aom = core.aom();
+    metrics::AomTracker& aom = core.aom();
     aom.advance(now_real);
     counter("shesha_learner_aom_samples_total", "Age-of-Model samples taken (1 ms grid, docs/aom.md)", aom.samples());
     gauge("shesha_learner_aom_mean_seconds", "Time-average Age-of-Model since the first chunk (aom.mean_ms / 1000)",

@@ -11,11 +11,12 @@
 #include "aom_tracker.h"
 #include "json_io.h"
 #include "latency_histogram.h"
-#include "tool_util.h"
+#include "udp.h"
+#include "version_pattern.h"
 
-using shesha::tools::AomTracker;
-using shesha::tools::LatencyHistogram;
-using shesha::tools::VersionPattern;
+using shesha::metrics::AomTracker;
+using shesha::metrics::LatencyHistogram;
+using shesha::pattern::VersionPattern;
 
 namespace {
 constexpr std::uint64_t kMs = 1'000'000;
@@ -217,9 +218,9 @@ TEST_CASE("version pattern parsing and base version") {
 }
 
 TEST_CASE("helpers: IPv4 parsing and JSON keys") {
-    REQUIRE(shesha::tools::parse_ipv4("127.0.0.1"));
-    REQUIRE_FALSE(shesha::tools::parse_ipv4("127.0.0"));
-    REQUIRE_FALSE(shesha::tools::parse_ipv4("localhost"));
-    REQUIRE_FALSE(shesha::tools::parse_ipv4("1.2.3.256"));
-    REQUIRE(shesha::tools::json_key("bad chunk index/count") == "bad_chunk_index_count");
+    REQUIRE(shesha::net::parse_ipv4("127.0.0.1"));
+    REQUIRE_FALSE(shesha::net::parse_ipv4("127.0.0"));
+    REQUIRE_FALSE(shesha::net::parse_ipv4("localhost"));
+    REQUIRE_FALSE(shesha::net::parse_ipv4("1.2.3.256"));
+    REQUIRE(shesha::json::snake_key("bad chunk index/count") == "bad_chunk_index_count");
 }

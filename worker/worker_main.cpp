@@ -26,7 +26,9 @@
 #include "log_level.h"
 #include "model.h"
 #include "model_receiver.h"
-#include "tool_util.h"
+#include "clock.h"
+#include "stop_signal.h"
+#include "udp.h"
 #include "shesha/transport.h"
 
 namespace shesha::drl {
@@ -160,12 +162,12 @@ int run(const Options& o) {
         spdlog::error("{}", e.what());
         return kExitUsage;
     }
-    const auto learner_ip = tools::parse_ipv4(o.learner);
+    const auto learner_ip = net::parse_ipv4(o.learner);
     if (!learner_ip) {
         fmt::print(stderr, "shesha-worker: --learner: not an IPv4 address: '{}'\n", o.learner);
         return kExitUsage;
     }
-    const auto bind_ip = tools::parse_ipv4(o.bind);
+    const auto bind_ip = net::parse_ipv4(o.bind);
     if (!bind_ip) {
         fmt::print(stderr, "shesha-worker: --bind: not an IPv4 address: '{}'\n", o.bind);
         return kExitUsage;
@@ -208,7 +210,7 @@ int run(const Options& o) {
     WorkerTransport& transport = *transport_ptr;
     auto env = worker::envs::make_environment(config.model.env_name);
     worker::envs::Rng rng(worker::envs::derive_worker_seed(base_seed, o.worker_id));
-    tools::install_stop_signals();
+    stop_signal::install();
 
     WorkerStats s;
     std::vector<float> gradient(n_params);
@@ -218,8 +220,8 @@ int run(const Options& o) {
     std::uint32_t updates_on_version = 0;
     Model adopted;
 
-    const std::uint64_t start = tools::monotonic_ns();
-    const auto wall = [&] { return static_cast<double>(tools::monotonic_ns() - start) / 1e9; };
+    const std::uint64_t start = clock::monotonic_ns();
+    const auto wall = [&] { return static_cast<double>(clock::monotonic_ns() - start) / 1e9; };
     const std::uint64_t sample_period = std::uint64_t{config.worker.metrics_interval_ms} * 1'000'000;
     std::uint64_t next_sample = start;
     std::uint64_t next_write = start + 1'000'000'000;  // the metrics file: once a second
@@ -227,14 +229,14 @@ int run(const Options& o) {
     const auto write_metrics = [&](bool final) {
         if (o.metrics.empty()) return;
         std::string err;
-        if (!tools::write_text_file(o.metrics, metrics_json(o, s, transport.counters(), wall(), final), err))
+        if (!json::write_text_file(o.metrics, metrics_json(o, s, transport.counters(), wall(), final), err))
             spdlog::warn("{}", err);
     };
     fmt::print("shesha-worker {}: cluster {}, {} on {}, learner {}:{}\n", o.worker_id, cluster_id, config.model.env_name,
                o.bind, o.learner, o.port.value_or(config.udp_port));
     std::fflush(stdout);
 
-    while (!tools::stop_requested() && (o.duration_s <= 0 || wall() < o.duration_s)) {
+    while (!stop_signal::requested() && (o.duration_s <= 0 || wall() < o.duration_s)) {
         const bool can_compute = transport.has_model() &&
             (config.worker.max_updates_per_version == 0 || updates_on_version < config.worker.max_updates_per_version);
         // Receive everything waiting (MODEL, CREDIT, FEEDBACK), run the timers, send what the
@@ -244,7 +246,7 @@ int run(const Options& o) {
             model->set_parameters(adopted.parameters);
             updates_on_version = 0;
         }
-        const std::uint64_t now = tools::monotonic_ns();
+        const std::uint64_t now = clock::monotonic_ns();
         if (now >= next_sample) {
             next_sample = now + sample_period;
             if (s.window.size() < kMaxWindowSamples) {

@@ -160,7 +160,7 @@ public:
     const transport::ReassemblerStats& reassembler_stats() const noexcept { return reassembler_.stats(); }
     transport::CreditPlannerStats planner_stats() const noexcept;  // summed over planner rebuilds
     const StalenessStats& staleness() const noexcept { return staleness_; }
-    tools::AomTracker& aom() noexcept { return aom_; }
+    metrics::AomTracker& aom() noexcept { return aom_; }
     const std::vector<WorkerInfo>& workers() const noexcept { return workers_; }
     std::size_t active_workers() const noexcept;
     // Env steps reported by the workers (cumulative counters in GRADIENT reserved bytes), plus
@@ -214,7 +214,7 @@ private:
     std::vector<std::uint8_t> tx_;
     LearnerCounters c_;
     StalenessStats staleness_;
-    tools::AomTracker aom_;
+    metrics::AomTracker aom_;
 };
 
 }  // namespace shesha::learner

@@ -32,7 +32,8 @@
 #include "learner_core.h"
 #include "model.h"
 #include "protocol.h"
-#include "tool_util.h"
+#include "clock.h"
+#include "udp.h"
 #include "optimizer_kernels.h"
 #include "transport/credit_sender.h"
 
@@ -125,7 +126,7 @@ Table run_learner_bench(const RunOptions& opt) {
                 h.chunk_index = k;
                 h.chunk_count = layout.chunk_count;
                 h.elem_count = static_cast<std::uint16_t>(layout.elems_in(k));
-                h.ts_earliest_ns = h.ts_latest_ns = tools::realtime_ns();
+                h.ts_earliest_ns = h.ts_latest_ns = clock::realtime_ns();
                 const std::span<const float> slice(full.data() + layout.offset(k), layout.elems_in(k));
                 std::vector<std::uint8_t> d(proto::kHeaderSize + slice.size_bytes());
                 proto::encode(h, {reinterpret_cast<const std::uint8_t*>(slice.data()), slice.size_bytes()}, d);
@@ -170,8 +171,8 @@ Table run_learner_bench(const RunOptions& opt) {
                 // Elements per call vary (the last chunk is short): count them exactly.
                 std::uint64_t elems = 0;
                 std::uint64_t calls = 0;
-                const std::uint64_t now_mono = tools::monotonic_ns();
-                const std::uint64_t now_real = tools::realtime_ns();
+                const std::uint64_t now_mono = clock::monotonic_ns();
+                const std::uint64_t now_real = clock::realtime_ns();
                 const auto t0 = Clock::now();
                 double elapsed = 0.0;
                 do {
@@ -264,21 +265,21 @@ Table run_sender_bench(const RunOptions& opt, const std::string& gen_binary) {
             {"path", "sent chunks/s", "received chunks/s", "Mbit/s sent", "vs plain sendto"}, 2);
 
     std::string err;
-    tools::UdpSocketOptions rx_opts;
-    rx_opts.bind_addr = tools::parse_ipv4("127.0.0.1");
+    net::UdpSocketOptions rx_opts;
+    rx_opts.bind_addr = net::parse_ipv4("127.0.0.1");
     rx_opts.rcvbuf_bytes = 8 << 20;
-    const int rx_fd = tools::open_udp_socket(rx_opts, err);
-    tools::UdpSocketOptions tx_opts;  // what shesha-worker sets
-    tx_opts.bind_addr = tools::parse_ipv4("127.0.0.1");
+    const int rx_fd = net::open_udp_socket(rx_opts, err);
+    net::UdpSocketOptions tx_opts;  // what shesha-worker sets
+    tx_opts.bind_addr = net::parse_ipv4("127.0.0.1");
     tx_opts.rcvbuf_bytes = 4 << 20;
     tx_opts.sndbuf_bytes = 4 << 20;
     tx_opts.tos = 0x02;
-    const int tx_fd = rx_fd < 0 ? -1 : tools::open_udp_socket(tx_opts, err);
+    const int tx_fd = rx_fd < 0 ? -1 : net::open_udp_socket(tx_opts, err);
     if (rx_fd < 0 || tx_fd < 0) {
         t.add_row({"FAILED: " + err, std::nan(""), std::nan(""), std::nan(""), std::nan("")});
         return t;
     }
-    const std::uint16_t port = tools::local_port(rx_fd);
+    const std::uint16_t port = net::local_port(rx_fd);
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
     dst.sin_port = htons(port);
@@ -322,9 +323,9 @@ Table run_sender_bench(const RunOptions& opt, const std::string& gen_binary) {
             std::uint64_t sent = 0;
             std::uint32_t version = 1;
             while (seconds_since(t0) < seconds) {
-                sender.offer_update(version++, tools::realtime_ns(), gradient);
+                sender.offer_update(version++, clock::realtime_ns(), gradient);
                 std::uint32_t n = 0;
-                const std::uint64_t now = tools::monotonic_ns();
+                const std::uint64_t now = clock::monotonic_ns();
                 while (auto chunk = sender.next_to_send(now)) {
                     const std::span<const std::uint8_t> body(
                         reinterpret_cast<const std::uint8_t*>(chunk->elements.data()), chunk->elements.size_bytes());
@@ -342,7 +343,7 @@ Table run_sender_bench(const RunOptions& opt, const std::string& gen_binary) {
                 credit.credits = n;
                 credit.acked_seq = sender.next_seq() - 1;
                 credit.learner_version = version;
-                sender.on_credit(credit, 0, tools::monotonic_ns());
+                sender.on_credit(credit, 0, clock::monotonic_ns());
             }
             return sent;
         }));

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
         j["tables"] = std::move(list);
         if (!forward_json.is_null()) j["forward"] = std::move(forward_json);
         std::string err;
-        if (!shesha::tools::write_text_file(json_path, shesha::json::rows(j), err)) {
+        if (!shesha::json::write_text_file(json_path, shesha::json::rows(j), err)) {
             spdlog::error("{}", err);
             status = 1;
         }

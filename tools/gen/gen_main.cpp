@@ -19,11 +19,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "clock.h"
 #include "gradient_pattern.h"
 #include "json_io.h"
 #include "log_level.h"
 #include "protocol.h"
-#include "tool_util.h"
+#include "stop_signal.h"
+#include "udp.h"
+#include "version_pattern.h"
 
 namespace shesha::tools::gen {
 namespace {
@@ -103,7 +106,7 @@ struct RxStats {
 
 class Generator {
 public:
-    Generator(const Options& opts, VersionPattern pattern, int fd, sockaddr_in dst)
+    Generator(const Options& opts, pattern::VersionPattern pattern, int fd, sockaddr_in dst)
         : opts_(opts), pattern_(pattern), fd_(fd), dst_(dst), rng_(opts.seed) {
         for (std::uint32_t c = 0; c < opts.clusters; ++c) {
             ClusterStats cs;
@@ -146,7 +149,7 @@ private:
     std::string summary_json(double elapsed_s) const;
 
     const Options& opts_;
-    VersionPattern pattern_;
+    pattern::VersionPattern pattern_;
     int fd_;
     sockaddr_in dst_;
     std::mt19937_64 rng_;
@@ -177,9 +180,9 @@ void Generator::finish_worker(Worker& w) {
 // the kernel refused the datagram; the chunk is then retried later and not counted.
 bool Generator::send_next_chunk(Worker& w) {
     if (w.next_chunk == 0) {
-        w.update_ts_ns = realtime_ns();
-        std::uint32_t version = VersionPattern::base_version(w.update_ts_ns, opts_.version_period_ms);
-        if (pattern_.kind == VersionPattern::Kind::Skew && pattern_.max_lag > 0)
+        w.update_ts_ns = clock::realtime_ns();
+        std::uint32_t version = pattern::VersionPattern::base_version(w.update_ts_ns, opts_.version_period_ms);
+        if (pattern_.kind == pattern::VersionPattern::Kind::Skew && pattern_.max_lag > 0)
             version -= static_cast<std::uint32_t>(std::uniform_int_distribution<std::uint32_t>(0, pattern_.max_lag)(rng_));
         w.update_version = version;
     }
@@ -216,7 +219,7 @@ bool Generator::send_next_chunk(Worker& w) {
     if (sent != static_cast<ssize_t>(len)) {
         ++send_errors_;
         if (++consecutive_send_errors_ == 1 || consecutive_send_errors_ == kMaxConsecutiveSendErrors)
-            spdlog::warn("sendto {}: {}", format_endpoint(dst_), std::strerror(errno));
+            spdlog::warn("sendto {}: {}", net::format_endpoint(dst_), std::strerror(errno));
         if (consecutive_send_errors_ >= kMaxConsecutiveSendErrors) fatal_ = true;
         return false;
     }
@@ -248,7 +251,7 @@ void Generator::apply_credit(std::uint16_t cluster_id, std::uint32_t worker_id, 
     const auto wit = worker_index_.find(key(cluster_id, worker_id));
     if (wit == worker_index_.end()) ++rx_.unknown_worker_credit;
     std::uint64_t remaining = credit.credits;
-    const std::uint64_t now = monotonic_ns();
+    const std::uint64_t now = clock::monotonic_ns();
     auto take = [&](Worker& w) {
         const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(remaining, w.in_flight));
         if (n == 0) return;
@@ -364,7 +367,7 @@ void Generator::maybe_progress(std::uint64_t now, bool force) {
 }
 
 int Generator::run() {
-    start_mono_ns_ = monotonic_ns();
+    start_mono_ns_ = clock::monotonic_ns();
     next_progress_ns_ = start_mono_ns_ + 1'000'000'000ull;
     const std::uint64_t end_ns = opts_.duration_s > 0
         ? start_mono_ns_ + static_cast<std::uint64_t>(opts_.duration_s * 1e9)
@@ -384,8 +387,8 @@ int Generator::run() {
     std::vector<std::uint64_t> updates_scheduled(workers_.size(), 0);
     std::size_t rr_cursor = 0;
 
-    while (!stop_requested() && !fatal_ && !all_finished()) {
-        std::uint64_t now = monotonic_ns();
+    while (!stop_signal::requested() && !fatal_ && !all_finished()) {
+        std::uint64_t now = clock::monotonic_ns();
         if (now >= end_ns) break;
         receive_pending();
         maybe_progress(now);
@@ -431,7 +434,7 @@ int Generator::run() {
                                 idx);
             }
             if (due.empty()) break;
-            now = monotonic_ns();
+            now = clock::monotonic_ns();
             if (due.top().first > now) {
                 const std::uint64_t wake = std::min({due.top().first, end_ns, next_progress_ns_});
                 if (wake > now) wait_readable(wake - now);
@@ -462,21 +465,21 @@ int Generator::run() {
 
     // Drain: collect credits still on their way (closed loop: until nothing is in flight) and
     // late feedback, for at most --drain-ms.
-    const std::uint64_t drain_end = monotonic_ns() + std::uint64_t{opts_.drain_ms} * 1'000'000ull;
-    while (!stop_requested() && !fatal_) {
+    const std::uint64_t drain_end = clock::monotonic_ns() + std::uint64_t{opts_.drain_ms} * 1'000'000ull;
+    while (!stop_signal::requested() && !fatal_) {
         receive_pending();
-        const std::uint64_t now = monotonic_ns();
+        const std::uint64_t now = clock::monotonic_ns();
         if (now >= drain_end || (closed_loop() && total_in_flight() == 0)) break;
         wait_readable(std::min<std::uint64_t>(drain_end - now, 10'000'000ull));
     }
     receive_pending();
-    const double elapsed_s = static_cast<double>(monotonic_ns() - start_mono_ns_) / 1e9;
-    maybe_progress(monotonic_ns(), true);
+    const double elapsed_s = static_cast<double>(clock::monotonic_ns() - start_mono_ns_) / 1e9;
+    maybe_progress(clock::monotonic_ns(), true);
 
     const std::string json = summary_json(elapsed_s);
     if (!opts_.json.empty()) {
         std::string err;
-        if (!write_text_file(opts_.json, json, err)) {
+        if (!json::write_text_file(opts_.json, json, err)) {
             spdlog::error("{}", err);
             return kExitRuntime;
         }
@@ -498,7 +501,7 @@ std::string Generator::summary_json(double elapsed_s) const {
     j["tool"] = "shesha-gen";
     j["mode"] = paced() ? (closed_loop() ? "rate+window" : "rate") : "window";
     j["config"] = json::Json::object();
-    j["config"]["dst"] = format_endpoint(dst_);
+    j["config"]["dst"] = net::format_endpoint(dst_);
     j["config"]["clusters"] = opts_.clusters;
     j["config"]["workers_per_cluster"] = opts_.workers;
     j["config"]["worker_base"] = opts_.worker_base;
@@ -559,7 +562,7 @@ std::string Generator::summary_json(double elapsed_s) const {
     j["rx"]["malformed"] = rx_.malformed_total;
     j["rx"]["malformed_by_reason"] = json::Json::object();
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j["rx"]["malformed_by_reason"][json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = rx_.malformed[static_cast<std::size_t>(i)];
+        j["rx"]["malformed_by_reason"][json::snake_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = rx_.malformed[static_cast<std::size_t>(i)];
     j["rx"]["unexpected_type"] = rx_.unexpected_type;
     j["rx"]["foreign_cluster"] = rx_.foreign_cluster;
     j["rx"]["unknown_worker_credit"] = rx_.unknown_worker_credit;
@@ -621,20 +624,20 @@ int run_main(int argc, char** argv) {
         return usage_error("--worker-base + --workers exceeds worker id 2^32-1");
     if (std::uint64_t{opts.clusters} * opts.workers > kMaxVirtualWorkers)
         return usage_error(fmt::format("--clusters x --workers exceeds {} virtual workers", kMaxVirtualWorkers));
-    const auto pattern = VersionPattern::parse(opts.version_pattern_text);
+    const auto pattern = pattern::VersionPattern::parse(opts.version_pattern_text);
     if (!pattern) return usage_error("--version-pattern must be 'lockstep' or 'skew:D' (D a non-negative integer)");
-    const auto dst_addr = parse_ipv4(opts.dst);
+    const auto dst_addr = net::parse_ipv4(opts.dst);
     if (!dst_addr) return usage_error("--dst is not an IPv4 address: " + opts.dst);
     if (opts.port == 0) return usage_error("--port must be 1..65535");
-    UdpSocketOptions sock_opts;
+    net::UdpSocketOptions sock_opts;
     if (!opts.bind.empty()) {
-        sock_opts.bind_addr = parse_ipv4(opts.bind);
+        sock_opts.bind_addr = net::parse_ipv4(opts.bind);
         if (!sock_opts.bind_addr) return usage_error("--bind is not an IPv4 address: " + opts.bind);
     }
     if (opts.ecn) sock_opts.tos = 0x02;  // ECT(0)
     sock_opts.rcvbuf_bytes = 4 << 20;      // credits and feedback arrive in bursts
     std::string err;
-    const int fd = open_udp_socket(sock_opts, err);
+    const int fd = net::open_udp_socket(sock_opts, err);
     if (fd < 0) {
         spdlog::error("{}", err);
         return kExitRuntime;
@@ -643,7 +646,7 @@ int run_main(int argc, char** argv) {
     dst.sin_family = AF_INET;
     dst.sin_port = htons(opts.port);
     dst.sin_addr = *dst_addr;
-    install_stop_signals();
+    stop_signal::install();
     Generator gen(opts, *pattern, fd, dst);
     const int rc = gen.run();
     close(fd);

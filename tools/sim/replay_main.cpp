@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
             out["fdb"] = fields({{"learned", pipeline.fdb().stats().learned}, {"moved", pipeline.fdb().stats().moved},
                                  {"size", pipeline.fdb().size()}});
             std::string error;
-            if (!tools::write_text_file(stats_path, json::rows(out), error)) {
+            if (!json::write_text_file(stats_path, json::rows(out), error)) {
                 spdlog::error("{}", error);
                 rc = 1;
             }

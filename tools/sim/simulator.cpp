@@ -97,7 +97,7 @@ struct Learner {
     std::vector<float> target;
     std::vector<transport::CreditGrant> grants;
     std::uint32_t version = 0;
-    tools::AomTracker aom;
+    metrics::AomTracker aom;
     double staleness_sum = 0;
     std::uint32_t staleness_max = 0;
     std::uint64_t chunks = 0;

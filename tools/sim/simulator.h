@@ -6,7 +6,7 @@
 //   - every worker is a transport::CreditSender (window, DCTCP-style reaction, sender-side merge);
 //   - every learner is a transport::Reassembler plus a transport::CreditPlanner, and checks each
 //     payload bit for bit with pattern::verify;
-//   - FEEDBACK goes through core::FeedbackLimiter; AoM is tools::AomTracker, as in the lab.
+//   - FEEDBACK goes through core::FeedbackLimiter; AoM is metrics::AomTracker, as in the lab.
 // Time is simulated nanoseconds; the CREDIT/FEEDBACK return path is uncongested (fixed delay).
 // Deterministic for a seed: one RNG, events ordered by (time, insertion order).
 #pragma once

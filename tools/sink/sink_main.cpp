@@ -21,12 +21,15 @@
 #include <vector>
 
 #include "aom_tracker.h"
+#include "clock.h"
 #include "gradient_pattern.h"
 #include "json_io.h"
 #include "log_level.h"
 #include "latency_histogram.h"
 #include "protocol.h"
-#include "tool_util.h"
+#include "stop_signal.h"
+#include "udp.h"
+
 
 namespace shesha::tools::sink {
 namespace {
@@ -66,10 +69,10 @@ struct ClusterStats {
     std::uint64_t first_rx_ns = 0;
     std::uint64_t last_rx_ns = 0;
     std::uint64_t negative_ages = 0;  // generation stamped after receipt: clocks disagree
-    LatencyHistogram age_latest;      // now - ts_latest
-    LatencyHistogram age_earliest;    // now - ts_earliest
-    AomTracker aom;         // AoM sampled over the whole receive loop
-    AomTracker aom_active;  // the same, only up to this cluster's last arrival (filled at exit)
+    metrics::LatencyHistogram age_latest;      // now - ts_latest
+    metrics::LatencyHistogram age_earliest;    // now - ts_earliest
+    metrics::AomTracker aom;         // AoM sampled over the whole receive loop
+    metrics::AomTracker aom_active;  // the same, only up to this cluster's last arrival (filled at exit)
 };
 
 struct Counters {
@@ -217,7 +220,7 @@ void Sink::handle_gradient(const proto::Message& msg, const sockaddr_in& from, b
                                                                 : 0.0f;
                 spdlog::warn("BAD SUM ({}) from {}: cluster {} worker {} seq {} version {} chunk {}/{} "
                              "contrib {} flags 0x{:02x}: element {} = {} (expected {}{})",
-                             check_name(check), format_endpoint(from), h.cluster_id, h.worker_id, h.seq,
+                             check_name(check), net::format_endpoint(from), h.cluster_id, h.worker_id, h.seq,
                              h.model_version, h.chunk_index, h.chunk_count, h.contrib_count, h.flags, bad_index, found,
                              expected, bad_index == 1 ? ", weight sum out of range" : "");
             }
@@ -237,7 +240,7 @@ void Sink::handle_gradient(const proto::Message& msg, const sockaddr_in& from, b
         cs->bytes += wire_bytes;
         if (cs->first_rx_ns == 0) cs->first_rx_ns = now_ns;
         cs->last_rx_ns = now_ns;
-        const auto age = [&](LatencyHistogram& hist, std::uint64_t ts) {
+        const auto age = [&](metrics::LatencyHistogram& hist, std::uint64_t ts) {
             if (ts > now_ns) {
                 ++cs->negative_ages;
                 hist.add(0);
@@ -292,7 +295,7 @@ int Sink::receive_batch() {
     const int n = recvmmsg(fd_, msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
     if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
     for (int i = 0; i < n; ++i) {
-        const std::uint64_t now_ns = realtime_ns();
+        const std::uint64_t now_ns = clock::realtime_ns();
         msghdr& mh = msgs[static_cast<std::size_t>(i)].msg_hdr;
         std::uint8_t tos = 0;
         for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -325,7 +328,7 @@ void Sink::progress_line(std::uint64_t now_mono) {
 }
 
 int Sink::run() {
-    start_mono_ = monotonic_ns();
+    start_mono_ = clock::monotonic_ns();
     const auto seconds = [](double s) { return static_cast<std::uint64_t>(s * 1e9); };
     const std::uint64_t end = opts_.duration_s > 0 ? start_mono_ + seconds(opts_.duration_s)
                                                    : std::numeric_limits<std::uint64_t>::max();
@@ -334,7 +337,7 @@ int Sink::run() {
     std::uint64_t last_activity = start_mono_;
     std::uint64_t next_progress = start_mono_ + 1'000'000'000ull;
     bool failed = false;
-    while (!stop_requested()) {
+    while (!stop_signal::requested()) {
         // Drain what is queued, a bounded number of batches between clock checks.
         int got = 0;
         for (int b = 0; b < 64; ++b) {
@@ -348,7 +351,7 @@ int Sink::run() {
             if (n < static_cast<int>(kBatch)) break;
         }
         if (failed) break;
-        const std::uint64_t now = monotonic_ns();
+        const std::uint64_t now = clock::monotonic_ns();
         if (got > 0) last_activity = now;
         if (opts_.progress && now >= next_progress) {
             progress_line(now);
@@ -367,18 +370,18 @@ int Sink::run() {
     }
     // AoM samples run until the end of the receive loop; a copy taken before that keeps the
     // samples up to the cluster's last arrival (the idle tail of a run is not the network's doing).
-    const std::uint64_t end_rt = realtime_ns();
+    const std::uint64_t end_rt = clock::realtime_ns();
     for (auto& [id, cs] : clusters_) {
         cs->aom_active = cs->aom;
         cs->aom.advance(end_rt);
     }
-    const double elapsed_s = static_cast<double>(monotonic_ns() - start_mono_) / 1e9;
-    if (opts_.progress) progress_line(monotonic_ns());
+    const double elapsed_s = static_cast<double>(clock::monotonic_ns() - start_mono_) / 1e9;
+    if (opts_.progress) progress_line(clock::monotonic_ns());
 
     print_table(elapsed_s);
     if (!opts_.json.empty()) {
         std::string err;
-        if (!write_text_file(opts_.json, summary_json(elapsed_s), err)) {
+        if (!json::write_text_file(opts_.json, summary_json(elapsed_s), err)) {
             spdlog::error("{}", err);
             return kExitRuntime;
         }
@@ -387,7 +390,7 @@ int Sink::run() {
     return c_.bad > 0 ? kExitBadSums : 0;
 }
 
-json::Json age_json(const LatencyHistogram& h) {
+json::Json age_json(const metrics::LatencyHistogram& h) {
     return {{"count", h.count()},
             {"mean", ns_to_ms(h.mean())},
             {"p50", ns_to_ms(static_cast<double>(h.percentile(0.50)))},
@@ -412,7 +415,7 @@ std::string Sink::summary_json(double elapsed_s) {
     j["malformed"]["total"] = c_.malformed_total;
     j["malformed"]["oversize"] = c_.oversize;
     for (int i = 1; i < proto::kDecodeErrorCount; ++i)
-        j["malformed"][json_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c_.malformed[static_cast<std::size_t>(i)];
+        j["malformed"][json::snake_key(proto::to_string(static_cast<proto::DecodeError>(i)))] = c_.malformed[static_cast<std::size_t>(i)];
     j["by_type"] = json::Json::object();
     j["by_type"]["gradient"] = c_.by_type[1];
     j["by_type"]["model"] = c_.by_type[2];
@@ -507,7 +510,7 @@ void Sink::print_table(double elapsed_s) {
         fmt::print(out, "malformed:");
         for (int i = 1; i < proto::kDecodeErrorCount; ++i)
             if (c_.malformed[static_cast<std::size_t>(i)] > 0)
-                fmt::print(out, " {}={}", json_key(proto::to_string(static_cast<proto::DecodeError>(i))),
+                fmt::print(out, " {}={}", json::snake_key(proto::to_string(static_cast<proto::DecodeError>(i))),
                            c_.malformed[static_cast<std::size_t>(i)]);
         if (c_.oversize > 0) fmt::print(out, " oversize={}", c_.oversize);
         fmt::print(out, "\n");
@@ -545,9 +548,9 @@ int run_main(int argc, char** argv) {
         fmt::print(stderr, "shesha-sink: one of --duration or --until-idle is required (the run must be bounded)\n");
         return kExitUsage;
     }
-    UdpSocketOptions sock_opts;
+    net::UdpSocketOptions sock_opts;
     if (!opts.bind.empty()) {
-        sock_opts.bind_addr = parse_ipv4(opts.bind);
+        sock_opts.bind_addr = net::parse_ipv4(opts.bind);
         if (!sock_opts.bind_addr) {
             fmt::print(stderr, "shesha-sink: --bind is not an IPv4 address: {}\n", opts.bind);
             return kExitUsage;
@@ -558,12 +561,12 @@ int run_main(int argc, char** argv) {
     sock_opts.receive_tos = true;
     sock_opts.receive_drop_count = true;
     std::string err;
-    const int fd = open_udp_socket(sock_opts, err);
+    const int fd = net::open_udp_socket(sock_opts, err);
     if (fd < 0) {
         spdlog::error("{}", err);
         return kExitRuntime;
     }
-    install_stop_signals();
+    stop_signal::install();
     Sink sink(opts, fd);
     const int rc = sink.run();
     close(fd);

@@ -1,47 +1,21 @@
-#include "tool_util.h"
+#include "udp.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
-#include <csignal>
 #include <cstring>
-#include <ctime>
 
-namespace shesha::tools {
+namespace shesha::net {
 
 namespace {
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop_signal(int) { g_stop = 1; }
-
-std::uint64_t clock_ns(clockid_t id) noexcept {
-    timespec ts{};
-    clock_gettime(id, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 bool set_int_option(int fd, int level, int name, int value, std::string& err, const char* what) {
     if (setsockopt(fd, level, name, &value, sizeof value) == 0) return true;
     err = std::string("setsockopt ") + what + ": " + std::strerror(errno);
     return false;
 }
 }  // namespace
-
-std::uint64_t realtime_ns() noexcept { return clock_ns(CLOCK_REALTIME); }
-std::uint64_t monotonic_ns() noexcept { return clock_ns(CLOCK_MONOTONIC); }
-
-void install_stop_signals() noexcept {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool stop_requested() noexcept { return g_stop != 0; }
 
 std::optional<in_addr> parse_ipv4(std::string_view text) {
     const std::string s(text);
@@ -54,12 +28,6 @@ std::string format_endpoint(const sockaddr_in& addr) {
     char buf[INET_ADDRSTRLEN] = {};
     inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof buf);
     return std::string(buf) + ":" + std::to_string(ntohs(addr.sin_port));
-}
-
-std::string json_key(std::string_view text) {
-    std::string s(text);
-    for (char& c : s) c = (c == ' ' || c == '-' || c == '/') ? '_' : c;
-    return s;
 }
 
 int open_udp_socket(const UdpSocketOptions& opts, std::string& err) {
@@ -95,22 +63,6 @@ int open_udp_socket(const UdpSocketOptions& opts, std::string& err) {
     return fd;
 }
 
-std::optional<VersionPattern> VersionPattern::parse(std::string_view text) {
-    if (text == "lockstep") return VersionPattern{Kind::Lockstep, 0};
-    constexpr std::string_view kSkew = "skew:";
-    if (text.substr(0, kSkew.size()) != kSkew) return std::nullopt;
-    const std::string_view digits = text.substr(kSkew.size());
-    std::uint32_t lag = 0;
-    const auto res = std::from_chars(digits.data(), digits.data() + digits.size(), lag);
-    if (digits.empty() || res.ec != std::errc{} || res.ptr != digits.data() + digits.size()) return std::nullopt;
-    return VersionPattern{Kind::Skew, lag};
-}
-
-std::uint32_t VersionPattern::base_version(std::uint64_t now_realtime_ns, std::uint32_t period_ms) noexcept {
-    const std::uint64_t period_ns = std::uint64_t{period_ms == 0 ? 1u : period_ms} * 1'000'000ull;
-    return static_cast<std::uint32_t>(now_realtime_ns / period_ns);  // modulo 2^32 by truncation
-}
-
 std::uint16_t local_port(int fd) {
     sockaddr_in a{};
     socklen_t len = sizeof a;
@@ -118,4 +70,4 @@ std::uint16_t local_port(int fd) {
     return ntohs(a.sin_port);
 }
 
-}  // namespace shesha::tools
+}  // namespace shesha::net

@@ -1,0 +1,30 @@
+// IPv4 addresses and UDP sockets, as the worker, the learner, the API and the tools open them.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shesha::net {
+
+std::optional<in_addr> parse_ipv4(std::string_view text);
+std::string format_endpoint(const sockaddr_in& addr);
+
+struct UdpSocketOptions {
+    std::optional<in_addr> bind_addr;  // none: INADDR_ANY
+    std::uint16_t bind_port = 0;       // 0: ephemeral
+    int rcvbuf_bytes = 0;              // 0: kernel default
+    int sndbuf_bytes = 0;
+    std::optional<std::uint8_t> tos;   // IP_TOS value for sent datagrams (ECN bits included)
+    bool receive_tos = false;          // IP_RECVTOS: TOS of each received datagram as cmsg
+    bool receive_drop_count = false;   // SO_RXQ_OVFL: kernel drop counter as cmsg
+};
+// Returns the fd, or -1 with err set.
+int open_udp_socket(const UdpSocketOptions& opts, std::string& err);
+// The local UDP port a socket is bound to (0 if unknown).
+std::uint16_t local_port(int fd);
+
+}  // namespace shesha::net
