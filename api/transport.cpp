@@ -20,7 +20,7 @@
 #include "cluster_config.h"
 #include "drl_wire.h"
 #include "envs/registry.h"
-#include "learner_core.h"
+#include "learner/learner_core.h"
 #include "model_receiver.h"
 #include "clock.h"
 #include "udp.h"

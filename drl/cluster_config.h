@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "model/model_types.h"
+#include "model/optimizer.h"
 #include "transport/credit_sender.h"
 
 namespace shesha::drl {

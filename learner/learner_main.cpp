@@ -20,11 +20,11 @@
 #include <thread>
 
 #include "a3c_trainer.h"
-#include "checkpoint.h"
+#include "learner/checkpoint.h"
 #include "cluster_config.h"
 #include "json_io.h"
 #include "log_level.h"
-#include "learner_core.h"
+#include "learner/learner_core.h"
 #include "learner_prometheus.h"
 #include "prometheus.h"
 #include "shesha/transport.h"

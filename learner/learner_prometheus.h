@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "learner_core.h"
+#include "learner/learner_core.h"
 
 namespace shesha::learner {
 

@@ -15,10 +15,10 @@
 #include <fstream>
 #include <limits>
 
-#include "checkpoint.h"
+#include "learner/checkpoint.h"
 #include "cluster_config.h"
 #include "drl_wire.h"
-#include "learner_core.h"
+#include "learner/learner_core.h"
 #include "model_receiver.h"
 
 using namespace shesha;

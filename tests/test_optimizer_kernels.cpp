@@ -1,4 +1,4 @@
-// The optimizers' SIMD kernels (rl/optimizer_kernels.h): every level the CPU has gives results
+// The optimizers' SIMD kernels (drl/model/optimizer_kernels.h): every level the CPU has gives results
 // bit-identical to the scalar loop, for every length (tails included) and over many steps of
 // evolving state; the Optimizer classes give identical trajectories at every level.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "model.h"
-#include "optimizer_kernels.h"
+#include "model/optimizer.h"
+#include "model/optimizer_kernels.h"
 
 using namespace shesha::rl;
 using kernels::Level;

@@ -29,12 +29,12 @@
 #include "bench_util.h"
 #include "cluster_config.h"
 #include "drl_wire.h"
-#include "learner_core.h"
-#include "model.h"
+#include "learner/learner_core.h"
+#include "model/optimizer.h"
 #include "protocol.h"
 #include "clock.h"
 #include "udp.h"
-#include "optimizer_kernels.h"
+#include "model/optimizer_kernels.h"
 #include "transport/credit_sender.h"
 
 namespace shesha::bench {
@@ -139,7 +139,7 @@ Table run_learner_bench(const RunOptions& opt) {
         from.sin_port = htons(40000);
         from.sin_addr.s_addr = htonl(0x7f000001);
 
-        // The optimizers at every SIMD level the CPU has (rl/optimizer_kernels.h), interleaved.
+        // The optimizers at every SIMD level the CPU has (drl/model/optimizer_kernels.h), interleaved.
         std::vector<rl::kernels::Level> levels{rl::kernels::Level::Scalar};
         if (rl::kernels::best_level() >= rl::kernels::Level::Avx2) levels.push_back(rl::kernels::Level::Avx2);
         if (rl::kernels::best_level() >= rl::kernels::Level::Avx512) levels.push_back(rl::kernels::Level::Avx512);

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "model.h"
-#include "optimizer_kernels.h"
+#include "model/optimizer.h"
+#include "model/optimizer_kernels.h"
 
 namespace shesha::rl {
 

@@ -1,5 +1,5 @@
 // Run-time dispatched optimizer loops (optimizer_kernels.h). Built with -ffp-contract=off.
-#include "optimizer_kernels.h"
+#include "model/optimizer_kernels.h"
 
 #include <immintrin.h>
 

@@ -7,7 +7,7 @@
 //   u32      model version
 //   u64      env steps, u64 chunks applied (cumulative over resumes)
 //   u32      length L, then L bytes: the environment id (a resume with another env is refused)
-//   u64      parameter count N, then N f32 parameters (rl/model.h flat layout)
+//   u64      parameter count N, then N f32 parameters (drl/model/model_types.h flat layout)
 //   u32      optimizer slices S (one per chunk); each: u64 steps, u32 buffer count B, then B times
 //            (u64 length M, M f32)
 //   u64      FNV-1a 64 of every byte before it
@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "learner_core.h"
+#include "learner/learner_core.h"
 
 namespace shesha::learner {
 

@@ -1,4 +1,4 @@
-#include "learner_core.h"
+#include "learner/learner_core.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "checkpoint.h"
+#include "learner/checkpoint.h"
 
 #include <cstdio>
 #include <cstring>

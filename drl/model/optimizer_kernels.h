@@ -1,4 +1,4 @@
-// The optimizers' element-wise loops (rl/optimizer.cpp), in three variants chosen at run time:
+// The optimizers' element-wise loops (drl/model/optimizer.cpp), in three variants chosen at run time:
 // AVX-512F, AVX2 and scalar. Every variant performs the same IEEE 754 binary32 operations in the
 // same order for every element (no FMA contraction: this file's translation unit is built with
 // -ffp-contract=off, and the vector code uses separate multiplies and adds), so the results are

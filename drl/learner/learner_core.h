@@ -26,7 +26,8 @@
 
 #include "aom_tracker.h"
 #include "cluster_config.h"
-#include "model.h"
+#include "model/model_types.h"
+#include "model/optimizer.h"
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
 
