@@ -144,6 +144,21 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
 static_assert(static_cast<int>(SwitchCounter::MalformedLast) - static_cast<int>(SwitchCounter::MalformedFirst) + 2 ==
               proto::kDecodeErrorCount);
 
+// Every counter has a name, and no two share one: an enum entry added without its name leaves an
+// empty entry at the end of the table (std::array value-initialises the rest), caught here at
+// compile time instead of as an empty key in the stats JSON or Prometheus.
+template <std::size_t N>
+constexpr bool names_complete_and_unique(const std::array<CounterName, N>& names) noexcept {
+    for (std::size_t i = 0; i < N; ++i) {
+        if (names[i].section.empty() || names[i].key.empty()) return false;
+        for (std::size_t j = i + 1; j < N; ++j)
+            if (names[i].section == names[j].section && names[i].key == names[j].key) return false;
+    }
+    return true;
+}
+static_assert(names_complete_and_unique(kPortCounterNames), "every PortCounter needs a unique, non-empty name");
+static_assert(names_complete_and_unique(kSwitchCounterNames), "every SwitchCounter needs a unique, non-empty name");
+
 // An enum-indexed table of single-writer counters, on cache lines of its own.
 template <typename E>
 struct alignas(64) CounterTable {
