@@ -16,6 +16,7 @@
 #include "forwarding_frames.h"
 #include "frame.h"
 #include "gradient_pattern.h"
+#include "memory_io.h"
 #include "pipeline.h"
 #include "protocol.h"
 
@@ -26,47 +27,10 @@ namespace {
 
 constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
 
-struct Frame {
-    std::vector<std::uint8_t> bytes;
-};
-
-// Packet I/O over heap frames, counting what is alive so a test can check nothing leaks.
-struct VecIo {
-    using Handle = Frame*;
-    static std::uint8_t* data(Frame* f) noexcept { return f->bytes.data(); }
-    static std::uint32_t pkt_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
-    static std::uint32_t data_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
-    static bool multi_segment(Frame*) noexcept { return false; }
-    static void prefetch(Frame*) noexcept {}
-    void free_bulk(Frame** f, std::uint32_t n) noexcept {
-        for (std::uint32_t i = 0; i < n; ++i) free(f[i]);
-    }
-    void free(Frame* f) noexcept {
-        delete f;
-        --alive;
-    }
-    Frame* make(std::vector<std::uint8_t> bytes) {
-        ++alive;
-        return new Frame{std::move(bytes)};
-    }
-    Frame* copy(Frame* f) noexcept { return make(f->bytes); }
-    Frame* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
-        Frame* f = make(std::vector<std::uint8_t>(len));
-        *bytes = f->bytes.data();
-        return f;
-    }
-    bool send_now(std::uint16_t port, Frame* f) noexcept {
-        out[port].push_back(f);
-        return true;
-    }
-    std::uint16_t tx_burst(std::uint16_t port, Frame** f, std::uint16_t n) noexcept {
-        for (std::uint16_t i = 0; i < n; ++i) out[port].push_back(f[i]);
-        return n;
-    }
-    std::vector<std::vector<Frame*>> out;  // per port: frames sent, not yet taken by the test
-    long alive = 0;
-};
-
+// Packet I/O over heap frames (switch/core/memory_io.h), counting what is alive so a test can
+// check nothing leaks.
+using Frame = core::MemoryFrame;
+using VecIo = core::MemoryIo;
 
 const std::vector<std::uint8_t>& bytes_of(const Frame* f) { return f->bytes; }
 
@@ -113,7 +77,7 @@ struct Rig {
         return cfg;
     }
     void start(const core::SwitchConfig& cfg) {
-        io.out.assign(ports, {});
+        io.sent.assign(ports, {});
         in.assign(ports, {});
         pipeline = std::make_unique<core::Pipeline<VecIo>>(cfg, kHz, io);
         for (std::size_t i = 0; i < ports; ++i) pipeline->set_port_mac(i, {0x02, 0xAA, 0, 0, 0, static_cast<std::uint8_t>(i)});
@@ -144,7 +108,7 @@ struct Rig {
         pipeline->housekeeping(now);
         pipeline->set_clock(now);
     }
-    std::vector<Frame*> take(std::size_t port) { return std::exchange(io.out[port], {}); }
+    std::vector<Frame*> take(std::size_t port) { return io.take(port); }
     void free_all(const std::vector<Frame*>& v) {
         for (Frame* f : v) io.free(f);
     }

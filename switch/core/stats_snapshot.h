@@ -1,6 +1,7 @@
-// A point-in-time copy of every switch counter, taken by Switch::snapshot() from any thread. The
-// stats log line, the final table, the JSON file, Prometheus and the telemetry commands all read
-// this; its counters are the pipeline's enum-indexed tables (switch/core/counters.h).
+// A point-in-time copy of every switch counter: taken by shesha-switch's Switch::snapshot() from
+// any thread, and by shesha-replay from its pipeline. The stats log line, the final table, the JSON
+// file, Prometheus and the telemetry commands all read this (stats_report.h); its counters are the
+// pipeline's enum-indexed tables (counters.h).
 #pragma once
 
 #include <array>
@@ -13,19 +14,11 @@
 #include "fdb.h"
 #include "protocol.h"
 
-namespace shesha::sw {
+namespace shesha::core {
 
 inline constexpr std::size_t kMaxReportedShares = 64;  // clusters per port in the stats (the first ones configured)
 
-using core::PortCounter;
-using core::PortCounters;
-using core::Published;
-using core::load_relaxed;
-using core::store_relaxed;
-using core::SwitchCounter;
-using core::SwitchCounters;
-
-// One configured cluster's share of a port's egress (core::ClusterShare): contributions and packets
+// One configured cluster's share of a port's egress (ClusterShare): contributions and packets
 // sent, and those sent while at least two clusters had packets waiting there.
 struct ClusterShareSnapshot {
     std::uint16_t cluster_id = 0;
@@ -48,14 +41,14 @@ struct PortSnapshot {
     std::uint64_t operator[](PortCounter c) const noexcept { return counters[c]; }
 
     // Egress queue.
-    core::QueueStats queue;
+    QueueStats queue;
     std::uint64_t queue_capacity = 0;
     std::uint64_t queue_depth = 0;
     std::uint64_t queue_depth_bytes = 0;
     std::uint64_t tx_pending = 0;          // left the queue, refused by the NIC, retried first
     std::vector<ClusterShareSnapshot> clusters;  // with two or more clusters configured (at most kMaxReportedShares)
 
-    // Derived values (computed by Switch::snapshot()).
+    // Derived values (derive_queue_values()).
     double mean_depth = 0;                 // depth seen by arrivals
     double mean_sojourn_us = 0;
     double max_sojourn_us = 0;
@@ -74,9 +67,9 @@ struct SwitchSnapshot {
     std::uint64_t malformed_total = 0;     // every malformed reason plus bad frames
     std::uint64_t operator[](SwitchCounter c) const noexcept { return counters[c]; }
 
-    core::FdbStats fdb;
+    FdbStats fdb;
     std::uint64_t fdb_size = 0;
     std::uint64_t fdb_capacity = 0;
 };
 
-}  // namespace shesha::sw
+}  // namespace shesha::core

@@ -287,7 +287,6 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
     s.uptime_s = (start != 0 && now > start) ? static_cast<double>(now - start) / static_cast<double>(hz_) : 0.0;
     s.simd = std::string(core::to_string(core::active_simd()));
     s.lcores = cfg_.lcores;
-    const double us_per_tick = 1e6 / static_cast<double>(hz_);
 
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         const PortState* p = ports_[i].get();
@@ -318,11 +317,7 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
                 ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, counts.served[c], counts.contended[c],
                                        counts.served_packets[c], counts.contended_packets[c]});
         }
-        const auto& q = ps.queue;
-        ps.mean_depth = q.depth_samples ? static_cast<double>(q.depth_sum) / static_cast<double>(q.depth_samples) : 0.0;
-        ps.mean_sojourn_us = q.dequeued ? static_cast<double>(q.sojourn_sum_ticks) / static_cast<double>(q.dequeued) * us_per_tick : 0.0;
-        ps.max_sojourn_us = static_cast<double>(q.sojourn_max_ticks) * us_per_tick;
-        ps.merge_ratio = q.mergeable_arrivals ? static_cast<double>(q.merged) / static_cast<double>(q.mergeable_arrivals) : 0.0;
+        core::derive_queue_values(ps, hz_);
         s.ports.push_back(std::move(ps));
     }
 

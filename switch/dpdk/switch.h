@@ -20,7 +20,7 @@
 
 #include "counters.h"
 #include "pipeline.h"
-#include "snapshot.h"
+#include "stats.h"
 #include "switch_config.h"
 
 #include <rte_ethdev.h>

@@ -6,6 +6,7 @@
 // (tests/sim/test_trace_equivalence.sh).
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,62 +19,72 @@
 
 #include "json_io.h"
 #include "log_level.h"
+#include "merge_kernel.h"
+#include "memory_io.h"
 #include "pipeline.h"
+#include "stats_report.h"
 #include "switch_config.h"
 
 namespace {
 
 using namespace shesha;
 
-struct Frame {
-    std::vector<std::uint8_t> bytes;
-};
+using core::MemoryFrame;
+using ReplayIo = core::MemoryIo;
 
-// Frames live in a deque-like store of owned buffers; a handle is a pointer to one.
-struct ReplayIo {
-    using Handle = Frame*;
-    static std::uint8_t* data(Frame* f) noexcept { return f->bytes.data(); }
-    static std::uint32_t pkt_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
-    static std::uint32_t data_len(Frame* f) noexcept { return static_cast<std::uint32_t>(f->bytes.size()); }
-    static bool multi_segment(Frame*) noexcept { return false; }
-    static void prefetch(Frame*) noexcept {}
-    void free_bulk(Frame** f, std::uint32_t n) noexcept {
-        for (std::uint32_t i = 0; i < n; ++i) free(f[i]);
-    }
-    void free(Frame* f) noexcept { delete f; }
-    Frame* copy(Frame* f) noexcept { return new (std::nothrow) Frame{f->bytes}; }
-    Frame* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
-        auto* f = new (std::nothrow) Frame;
-        if (f == nullptr) return nullptr;
-        f->bytes.assign(len, 0);
-        *bytes = f->bytes.data();
-        return f;
-    }
-    bool send_now(std::uint16_t port, Frame* f) noexcept {
-        write(port, f);
-        delete f;
-        return true;
-    }
-    std::uint16_t tx_burst(std::uint16_t port, Frame** f, std::uint16_t n) noexcept {
-        for (std::uint16_t i = 0; i < n; ++i) {
-            write(port, f[i]);
-            delete f[i];
+// Appends what each port sent this round to its output capture, in order, and frees it.
+void write_sent(ReplayIo& io, const std::vector<pcap_dumper_t*>& outputs) {
+    for (std::size_t port = 0; port < outputs.size(); ++port)
+        for (MemoryFrame* f : io.take(port)) {
+            if (outputs[port] != nullptr) {
+                pcap_pkthdr h{};
+                h.caplen = h.len = static_cast<bpf_u_int32>(f->bytes.size());
+                pcap_dump(reinterpret_cast<u_char*>(outputs[port]), &h, f->bytes.data());
+            }
+            io.free(f);
         }
-        return n;
-    }
-    void write(std::uint16_t port, const Frame* f) noexcept {
-        if (outputs[port] == nullptr) return;
-        pcap_pkthdr h{};
-        h.caplen = h.len = static_cast<bpf_u_int32>(f->bytes.size());
-        pcap_dump(reinterpret_cast<u_char*>(outputs[port]), &h, f->bytes.data());
-    }
-    std::vector<pcap_dumper_t*> outputs;
-};
+}
 
-json::Json fields(std::initializer_list<std::pair<const char*, std::uint64_t>> list) {
-    json::Json j = json::Json::object();
-    for (const auto& [k, v] : list) j[k] = v;
-    return j;
+constexpr std::uint64_t kTicksPerSecond = 1'000'000;  // one tick per round (see main)
+
+// The pipeline's counters as shesha-switch snapshots them (Switch::snapshot), so the one stats
+// writer of switch/core writes the same file. No NIC here: rx_missed, rx_nombuf and tx_pending
+// stay 0, and the clock is the round counter, so uptime and sojourn times count rounds.
+core::SwitchSnapshot snapshot_of(const core::Pipeline<ReplayIo>& pipeline, const core::SwitchCounters& rx,
+                                 std::uint64_t now, std::uint64_t ticks_per_second) {
+    core::SwitchSnapshot s;
+    s.tsc_hz = ticks_per_second;
+    s.taken_tsc = now;
+    s.uptime_s = static_cast<double>(now) / static_cast<double>(ticks_per_second);
+    s.simd = std::string(core::to_string(core::active_simd()));
+    s.lcores = 1;
+    for (std::size_t i = 0; i < pipeline.port_count(); ++i) {
+        const auto& port = pipeline.port(i);
+        core::PortSnapshot ps;
+        ps.name = port.name;
+        ps.device = pipeline.config().ports[i].device;
+        ps.port_id = static_cast<std::uint16_t>(i);
+        ps.shaper_rate_bps = port.bucket.rate_bps();
+        ps.counters = port.rx;
+        ps.counters += port.tx;
+        ps.queue = port.queue.stats();
+        ps.queue_capacity = port.queue.capacity();
+        ps.queue_depth = port.queue.depth();
+        ps.queue_depth_bytes = port.queue.depth_bytes();
+        const auto shares = port.queue.shares();
+        for (std::size_t c = 0; c < shares.size() && c < core::kMaxReportedShares; ++c)
+            ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, shares[c].served, shares[c].contended,
+                                   shares[c].served_packets, shares[c].contended_packets});
+        core::derive_queue_values(ps, ticks_per_second);
+        s.ports.push_back(std::move(ps));
+    }
+    s.counters = rx;
+    s.counters += pipeline.egress();
+    s.malformed_total = core::malformed_total(s.counters);
+    s.fdb = pipeline.fdb().stats();
+    s.fdb_size = pipeline.fdb().size();
+    s.fdb_capacity = pipeline.config().fdb_capacity;
+    return s;
 }
 
 }  // namespace
@@ -117,8 +128,8 @@ int main(int argc, char** argv) {
 
     char err[PCAP_ERRBUF_SIZE];
     std::vector<pcap_t*> in(cfg.ports.size(), nullptr);
-    ReplayIo io;
-    io.outputs.assign(cfg.ports.size(), nullptr);
+    ReplayIo io(cfg.ports.size());
+    std::vector<pcap_dumper_t*> outputs_by_port(cfg.ports.size(), nullptr);
     pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
     int rc = 0;
     for (const auto& spec : inputs) {
@@ -135,8 +146,8 @@ int main(int argc, char** argv) {
         std::size_t port;
         std::string file;
         if (!split(spec, port, file)) return 2;
-        io.outputs[port] = pcap_dump_open(dead, file.c_str());
-        if (io.outputs[port] == nullptr) {
+        outputs_by_port[port] = pcap_dump_open(dead, file.c_str());
+        if (outputs_by_port[port] == nullptr) {
             std::fprintf(stderr, "shesha-replay: %s: %s\n", file.c_str(), pcap_geterr(dead));
             return 2;
         }
@@ -145,12 +156,11 @@ int main(int argc, char** argv) {
     try {
         // One tick per round: the clock only matters for aging, sojourn marking and the FEEDBACK
         // limiter, whose intervals (>= 1 us at 1 MHz) then pass between rounds as on the switch.
-        core::Pipeline<ReplayIo> pipeline(cfg, 1'000'000, io);
+        core::Pipeline<ReplayIo> pipeline(cfg, kTicksPerSecond, io);
         core::SwitchCounters rx;
         std::uint64_t now = 1;
-        std::vector<Frame*> burst(pipeline.burst());
+        std::vector<MemoryFrame*> burst(pipeline.burst());
         bool more = true;
-        std::uint64_t rounds = 0;
         while (more) {
             more = false;
             for (std::size_t p = 0; p < in.size(); ++p) {
@@ -168,51 +178,26 @@ int main(int argc, char** argv) {
                         in[p] = nullptr;
                         break;
                     }
-                    burst[n++] = new Frame{{bytes, bytes + h->caplen}};
+                    MemoryFrame* frame = io.make({bytes, bytes + h->caplen});
+                    if (frame == nullptr) throw std::bad_alloc();
+                    burst[n++] = frame;
                 }
                 if (n != 0) more = true;
                 pipeline.receive_burst(rx, static_cast<std::uint16_t>(p), burst.data(), n, now);
             }
             const unsigned sent = pipeline.transmit_all(now);
+            write_sent(io, outputs_by_port);
             if (sent != 0) more = true;
             for (std::size_t p = 0; p < pipeline.port_count(); ++p) more |= pipeline.port(p).queue.depth() != 0;
             pipeline.housekeeping(now);
             ++now;
-            ++rounds;
         }
+        write_sent(io, outputs_by_port);
 
         if (!stats_path.empty()) {
-            json::Json out;
-            out["rounds"] = rounds;
-            out["ports"] = json::Json::array();
-            // Every counter of the pipeline's tables, under the names shesha-switch's stats use.
-            for (std::size_t p = 0; p < pipeline.port_count(); ++p) {
-                const auto& port = pipeline.port(p);
-                core::PortCounters c = port.rx;
-                c += port.tx;
-                json::Json j;
-                j["name"] = port.name;
-                for (std::size_t i = 0; i < core::PortCounters::kSize; ++i) j[std::string(core::kPortCounterNames[i].key)] = c.values[i];
-                const auto& q = port.queue.stats();
-                j["queue"] = fields({{"enqueued", q.enqueued}, {"merged", q.merged}, {"bytes_saved", q.bytes_saved},
-                                     {"merge_refused", q.merge_refused}, {"mergeable_arrivals", q.mergeable_arrivals},
-                                     {"dropped", q.dropped}, {"dequeued", q.dequeued}, {"marked", q.marked},
-                                     {"ecn_ce_set", q.ecn_ce_set}});
-                out["ports"].push_back(std::move(j));
-            }
-            core::SwitchCounters sc = rx;
-            sc += pipeline.egress();
-            for (std::size_t i = 0; i < core::SwitchCounters::kSize; ++i) {
-                const auto& n = core::kSwitchCounterNames[i];
-                out[std::string(n.section)][std::string(n.key)] = sc.values[i];
-            }
-            out["malformed"]["total"] = core::malformed_total(sc);
-            out["frames"]["malformed"] = core::malformed_total(sc);
-            out["gradients"]["valid_shesha"] = sc[core::SwitchCounter::Shesha];
-            out["fdb"] = fields({{"learned", pipeline.fdb().stats().learned}, {"moved", pipeline.fdb().stats().moved},
-                                 {"size", pipeline.fdb().size()}});
+            const core::SwitchSnapshot snapshot = snapshot_of(pipeline, rx, now, kTicksPerSecond);
             std::string error;
-            if (!json::write_text_file(stats_path, json::rows(out), error)) {
+            if (!core::write_stats_json(stats_path, snapshot, cfg, error)) {
                 spdlog::error("{}", error);
                 rc = 1;
             }
@@ -220,8 +205,11 @@ int main(int argc, char** argv) {
     } catch (const core::ConfigError& e) {
         std::fprintf(stderr, "shesha-replay: %s: %s\n", config_path.c_str(), e.what());
         rc = 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "shesha-replay: out of memory\n");
+        rc = 1;
     }
-    for (auto* d : io.outputs)
+    for (auto* d : outputs_by_port)
         if (d != nullptr) pcap_dump_close(d);
     for (auto* p : in)
         if (p != nullptr) pcap_close(p);
