@@ -1,0 +1,276 @@
+"""The report: report.md (section by section), summary.json, results.json and the headline printed
+at the end of a run, all from the analysed results (analysis.py) and the figures (plots.py)."""
+import json
+import os
+
+from .analysis import arm_summary, mean, ratio, seed_verdicts
+from .cluster_files import eval_interval_s
+from .plots import plot_all
+from .raw_files import to_float
+from .sim_scale import sim_section
+
+
+def fmt_num(value, digits=1):
+    """A progress-line number: 1.2M for millions, thousands separated, n/a if not a number."""
+    x = to_float(value)
+    if x is None:
+        return "n/a"
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.{digits}f}M"
+    return f"{x:,.{digits}f}" if x != int(x) or digits > 0 else f"{int(x):,}"
+
+
+def cell(value, digits=1, suffix=""):
+    """A table cell: digits after the point (none from 100,000 up), n/a if not a number."""
+    x = to_float(value)
+    if x is None:
+        return "n/a"
+    if abs(x) >= 1e5:
+        return f"{x:,.0f}{suffix}"
+    return f"{x:,.{digits}f}{suffix}"
+
+
+def table_header(header):
+    """A markdown table's header line and its separator."""
+    return [header, "|" + "---|" * (header.count("|") - 1)]
+
+
+def on_off(flag):
+    return "on" if flag else "off"
+
+
+def goals_section(scenario, arms, summaries, results):
+    """Issue 11's goals for full Shesha against FIFO, each stated as met or not, with the numbers."""
+    names = [a["name"] for a in arms]
+    if "fifo" not in names or "shesha" not in names:
+        return []
+    fifo, shesha = summaries["fifo"], summaries["shesha"]
+    lines = ["", "## Goals: full Shesha against FIFO", ""]
+    for cluster in scenario["clusters"]:
+        cid = str(cluster["id"])
+        fifo_ttt, shesha_ttt = fifo["clusters"][cid]["ttt_median_s"], shesha["clusters"][cid]["ttt_median_s"]
+        if shesha_ttt is None:
+            verdict, why = "not met", "Shesha's median seed did not reach the target"
+        elif fifo_ttt is None:
+            verdict, why = "met", "FIFO's median seed never reached the target; Shesha's did"
+        else:
+            speedup = fifo_ttt / shesha_ttt
+            verdict = "met" if speedup >= 2 else "not met"
+            why = f"median {fifo_ttt:.1f} s vs {shesha_ttt:.1f} s: {speedup:.2f}x"
+        lines.append(f"- Cluster {cid} ({cluster['env']}) time to target at least 2x shorter: **{verdict}** ({why}).")
+    aom_ratio = ratio(shesha.get("aom_mean_ms"), fifo.get("aom_mean_ms"))
+    lines.append(f"- Mean AoM at most 1/3 of FIFO's: **{'met' if aom_ratio is not None and aom_ratio <= 1 / 3 else 'not met'}** "
+                 f"({cell(shesha.get('aom_mean_ms'))} ms vs {cell(fifo.get('aom_mean_ms'))} ms: ratio {cell(aom_ratio, 2)}).")
+    if shesha.get("jain_contended") is not None:
+        fifo_unfair = (fifo.get("jain_contended") or 1) < 0.95
+        lines.append(f"- Jain's index over the shared bottleneck at least 0.95: "
+                     f"**{'met' if shesha['jain_contended'] >= 0.95 else 'not met'}** (Shesha "
+                     f"{cell(shesha['jain_contended'], 3)}, FIFO {cell(fifo.get('jain_contended'), 3)}; over each "
+                     f"cluster's packets sent while another cluster also waited there, per unit of weight). FIFO "
+                     f"showing the unfairness Shesha removes (FIFO below 0.95): **{'met' if fifo_unfair else 'not met'}**.")
+    else:
+        lines.append(f"- Jain's index at least 0.95: **{'met' if (shesha.get('jain') or 0) >= 0.95 else 'not met'}** "
+                     f"(Shesha {cell(shesha.get('jain'), 3)}, FIFO {cell(fifo.get('jain'), 3)}; the switch reported no "
+                     f"contributions sent while two clusters waited at one port, so this is over delivered update "
+                     f"rates per worker).")
+    lines.append(f"- Seeds: {len(scenario['seeds'])} ({', '.join(map(str, scenario['seeds']))}); a goal stated as met "
+                 "holds for the median, and the per-seed table below shows the spread.")
+    return lines
+
+
+def robustness_section(scenario, arms, results):
+    """Every seed side by side, and on how many seeds each arm did worse than the baseline, per cluster."""
+    names = [a["name"] for a in arms]
+    if len(names) < 2:
+        return []
+    base = names[0]
+    resolution = {str(c["id"]): eval_interval_s(c) for c in scenario["clusters"]}
+    intervals = ", ".join(sorted({f"{r:g}" for r in resolution.values()}))
+    lines = ["", "## Seed by seed", "",
+             f"Each arm against `{base}` on the same seed. **Slower**: a time to target more than one evaluation "
+             f"interval later (the learner evaluates every {intervals} s, "
+             f"so times are known to within that), or none where `{base}` reached it. **AoM worse**: a higher "
+             "time-average Age-of-Model. A single seed is one sample: the counts "
+             "say how often an arm lost, not by how much.", ""]
+
+    def ttt(t):
+        return "never" if t is None else f"{t:.1f}"
+    for arm in names[1:]:
+        rows = seed_verdicts(scenario, results, base, arm, resolution)
+        if not rows:
+            continue
+        lines += [f"### `{arm}` against `{base}`", ""]
+        lines += table_header(f"| seed | cluster | time to target {base} (s) | {arm} (s) | AoM {base} (ms) | {arm} (ms) | "
+                              f"AoM ratio | {arm} worse on |")
+        for row in rows:
+            worse = ", ".join(what for what, flag in (("time", row["slower"]), ("AoM", row["aom_worse"])) if flag) or "-"
+            lines.append(f"| {row['seed']} | {row['cluster']} | {ttt(row['ttt_base'])} | {ttt(row['ttt_arm'])} | "
+                         f"{cell(row['aom_base'])} | {cell(row['aom_arm'])} | "
+                         f"{cell(ratio(row['aom_arm'], row['aom_base']), 2)} | {worse} |")
+        lines.append("")
+        for cluster in scenario["clusters"]:
+            cid = str(cluster["id"])
+            mine = [r for r in rows if r["cluster"] == cid]
+            lines.append(f"- Cluster {cid} ({cluster['env']}): `{arm}` slower than `{base}` on "
+                         f"**{sum(r['slower'] for r in mine)} of {len(mine)}** seeds, AoM higher on "
+                         f"**{sum(r['aom_worse'] for r in mine)} of {len(mine)}**; reached the target on "
+                         f"{sum(r['ttt_arm'] is not None for r in mine)} of {len(mine)} (`{base}`: "
+                         f"{sum(r['ttt_base'] is not None for r in mine)}).")
+        lines.append("")
+    return lines
+
+
+def title_section(scenario, kind, arms):
+    lines = [f"# Shesha lab report: {scenario['name']}", ""]
+    if scenario.get("description"):
+        lines += [scenario["description"], ""]
+    stand_ins = (" (shesha-sink/shesha-gen stand-ins for the DRL learner/workers: no returns, AoM from chunk "
+                 "arrivals)" if kind == "synthetic" else "")
+    lines += [f"Command: `{scenario.get('_command', 'shesha-lab')}`  ",
+              f"Started {scenario.get('_started', '?')} on {scenario.get('_host', '?')} ({os.cpu_count()} cores); "
+              f"{len(arms)} arms x {len(scenario['seeds'])} seed(s) {scenario['seeds']}, "
+              f"{scenario['duration_s']:g} s per run; host processes: **{kind}**" + stand_ins, ""]
+    return lines
+
+
+def headline_section(scenario, arms, summaries, base):
+    cids = [str(c["id"]) for c in scenario["clusters"]]
+    lines = ["## Headline", "",
+             f"Ratios are against the first arm (`{base}`). Speed-up = its time to target / this arm's "
+             "(mean over clusters that reached the target in every seed); AoM ratio = this arm's "
+             "time-average Age-of-Model / the baseline's (lower is better); drops are tail drops at the "
+             "bottleneck port(s); Jain's index is over the bottleneck's service: each cluster's packets "
+             "sent while at least one other cluster also had packets waiting there, per unit of weight "
+             "(the switch's `ports[].clusters` counters), so it measures how the port shared itself, not what "
+             "each job asked for. \"Jain delivered\" is the older index over gradient updates delivered per "
+             "second of activity per worker, which mixes in the jobs' different demands.", ""]
+    lines += table_header("| arm | settings | " + " | ".join(f"c{c} time to target (s)" for c in cids) +
+                          " | speed-up | AoM mean (ms) | AoM ratio | drops | merges | Jain | Jain delivered |")
+    base_summary = summaries.get(base, {})
+    for arm in arms:
+        summary = summaries[arm["name"]]
+        speed = mean([ratio(base_summary["clusters"][cid]["time_to_target_s"],
+                            summary["clusters"][cid]["time_to_target_s"]) for cid in cids])
+        settings = (f"agg {on_off(arm['aggregation'])}, fb {on_off(arm['feedback'])}, cc "
+                    f"{on_off(arm['congestion_control'])}")
+        ttts = []
+        for cid in cids:
+            of_cluster = summary["clusters"][cid]
+            ttts.append(cell(of_cluster["time_to_target_s"]) if of_cluster["time_to_target_s"] is not None
+                        else f"not reached ({of_cluster['reached']}/{of_cluster['runs']})")
+        lines.append(f"| {arm['name']} | {settings} | " + " | ".join(ttts) +
+                     f" | {cell(speed, 2, 'x')} | {cell(summary['aom_mean_ms'])} | "
+                     f"{cell(ratio(summary['aom_mean_ms'], base_summary.get('aom_mean_ms')), 2)}"
+                     f" | {cell(summary['drops'], 0)} | {cell(summary['merges'], 0)} | {cell(summary['jain'], 3)} | "
+                     f"{cell(summary['jain_delivered'], 3)} |")
+    return lines
+
+
+def seeds_section(scenario, arms, summaries):
+    cids = [str(c["id"]) for c in scenario["clusters"]]
+    lines = ["", "## Time to target over seeds", "",
+             "Median over the seeds, with the fastest and slowest seed (\"never\": a seed that did not reach the "
+             "target within the run counts as slower than any that did). Credit-bound: the share of the workers' "
+             "window samples at which every chunk the window allows was in flight (the sender waited for credit "
+             "rather than computing).", ""]
+    lines += table_header("| arm | cluster | median (s) | fastest..slowest (s) | per seed (s) | AoM median (ms) | "
+                          "credit-bound |")
+    for arm in arms:
+        for cid in cids:
+            of_cluster = summaries[arm["name"]]["clusters"][cid]
+            seeds = ", ".join("never" if t is None else f"{t:.1f}" for t in of_cluster["ttt_seeds"])
+            slowest = cell(of_cluster["ttt_max_s"]) if of_cluster["ttt_max_s"] is not None else "never"
+            median = cell(of_cluster["ttt_median_s"]) if of_cluster["ttt_median_s"] is not None else "never"
+            lines.append(f"| {arm['name']} | {cid} | {median} | {cell(of_cluster['ttt_min_s'])}..{slowest} | {seeds} | "
+                         f"{cell(of_cluster['aom_median_ms'])} | {cell(of_cluster['credit_bound'], 2)} |")
+    return lines
+
+
+def clusters_section(scenario, arms, summaries):
+    lines = ["", "## Per cluster", ""]
+    lines += table_header("| arm | cluster | env | env steps | final return | AoM mean (ms) | AoM peak (ms) | "
+                          "delivered | sent | share |")
+    for arm in arms:
+        for cluster in scenario["clusters"]:
+            of_cluster = summaries[arm["name"]]["clusters"][str(cluster["id"])]
+            lines.append(f"| {arm['name']} | {cluster['id']} | {cluster['env']} | {cell(of_cluster['env_steps'], 0)} | "
+                         f"{cell(of_cluster['final_return'])} | {cell(of_cluster['aom_mean_ms'])} | "
+                         f"{cell(of_cluster['aom_peak_ms'])} | {cell(of_cluster['contributions'], 0)} | "
+                         f"{cell(of_cluster['sent'], 0)} | {cell(of_cluster['share'], 3)} |")
+    return lines
+
+
+def bottleneck_section(scenario, arms, summaries):
+    lines = ["", "## Bottleneck", ""]
+    lines += table_header("| arm | forwarded pkts | drops | kernel drops (veth) | merges | bytes saved (MB) | CE marks | "
+                          "FEEDBACK sent | mean depth (pkts) | mean sojourn (ms) |")
+    for arm in arms:
+        summary = summaries[arm["name"]]
+        lines.append(f"| {arm['name']} | {cell(summary['forwarded_packets'], 0)} | {cell(summary['drops'], 0)} | "
+                     f"{cell(summary['veth_drops'], 0)} | {cell(summary['merges'], 0)} | "
+                     f"{cell((summary['bytes_saved'] or 0) / 1e6, 2)} | {cell(summary['marked'], 0)} | "
+                     f"{cell(summary['feedback_sent'], 0)} | {cell(summary['mean_depth'], 1)} | "
+                     f"{cell(summary['mean_sojourn_ms'], 2)} |")
+    cross = scenario["cross_traffic"]
+    if cross["enabled"]:
+        lines += ["", f"Cross traffic: iperf3 UDP at {cross['rate']}bit/s into cluster {cross['to_cluster']}'s "
+                      "learner port; loss per arm: "
+                  + ", ".join(f"{a['name']} {cell(summaries[a['name']]['cross_lost_percent'], 1, '%')}" for a in arms)
+                  + "."]
+    return lines
+
+
+def figures_section(figures):
+    lines = ["", "## Figures", ""]
+    for title, file_name in figures:
+        lines += [f"### {title}", "", f"![{title}]({file_name})", ""]
+    return lines
+
+
+def files_section(out, kind):
+    return ["## Files", "",
+            "- `configs/`: the scenario as given, with every default filled in (`scenario.effective.json`), and "
+            "each arm's generated switch YAMLs under `raw/`",
+            "- `raw/<arm>/seed-<s>/`: switch stats JSON and logs, live queue telemetry (`queues-*.csv`), "
+            + ("learner metrics dirs and worker metrics" if kind == "drl" else "shesha-sink/shesha-gen JSON and logs"),
+            "- `summary.json`: the numbers in these tables; `results.json`: every analysed number per arm and seed",
+            f"- regenerate figures and this file: `tools/lab/shesha-lab replot {out}`", ""]
+
+
+def write_report(out, scenario, kind, results):
+    """Writes summary.json, the figures, report.md and results.json into out -> {arm: summary}."""
+    arms = [a for a in scenario["arms"] if results.get(a["name"])]
+    summaries = {a["name"]: arm_summary(scenario, results[a["name"]]) for a in arms}
+    base = arms[0]["name"] if arms else None
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"processes": kind, "baseline": base, "arms": summaries}, f, indent=1)
+    figures = plot_all(out, scenario, kind, results)
+    lines = title_section(scenario, kind, arms)
+    lines += headline_section(scenario, arms, summaries, base)
+    lines += goals_section(scenario, arms, summaries, results)
+    lines += robustness_section(scenario, arms, results)
+    lines += seeds_section(scenario, arms, summaries)
+    lines += clusters_section(scenario, arms, summaries)
+    lines += bottleneck_section(scenario, arms, summaries)
+    lines += sim_section(out)
+    lines += figures_section(figures)
+    lines += files_section(out, kind)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=None)
+    return summaries
+
+
+def print_headline(scenario, summaries):
+    """The headline table on stdout: per arm AoM, its ratio to the first arm, drops, merges, Jain
+    and each cluster's time to target."""
+    base = next(iter(summaries), None)
+    print(f"{'arm':<10} {'AoM mean ms':>12} {'AoM ratio':>10} {'drops':>9} {'merges':>9} {'Jain':>7} "
+          + " ".join(f"{'c' + str(c['id']) + ' ttt s':>10}" for c in scenario["clusters"]))
+    for name, summary in summaries.items():
+        aom_ratio = ratio(summary["aom_mean_ms"], summaries[base]["aom_mean_ms"])
+        print(f"{name:<10} {cell(summary['aom_mean_ms']):>12} {cell(aom_ratio, 2):>10} {cell(summary['drops'], 0):>9} "
+              f"{cell(summary['merges'], 0):>9} {cell(summary['jain'], 3):>7} "
+              + " ".join(f"{cell(summary['clusters'][str(c['id'])]['time_to_target_s']):>10}"
+                         for c in scenario["clusters"]))
