@@ -5,7 +5,7 @@ Two callers:
   - tools/lab/switch_yaml.sh (rack_switch_yaml, used by the rack tests and tools/demo.sh):
     rack_switch_config() through this module's command line,
         python3 -m shesha_lab.switch_yaml rack --out FILE --learner HOST --rate RATE
-            --queue-packets N --mark-depth N --members IP,IP,... [--pmd PMD] [--file-prefix P]
+            --queue-packets N --mark-depth N [--member IP]... [--pmd PMD] [--file-prefix P]
             [--idle-backoff-us N] HOST=IFACE...
 Values that come as text (rates, sizes, the bash helper's arguments) are written as plain YAML
 scalars: "20M" stays 20M, "20000000" is the number 20000000, as if typed into the file.
@@ -156,7 +156,8 @@ def main(argv=None):
     rack.add_argument("--rate", required=True, help="its shaper rate (0 = unshaped, 20M, ...)")
     rack.add_argument("--queue-packets", required=True, help="its egress queue capacity")
     rack.add_argument("--mark-depth", required=True, help="its CE-marking threshold in packets (0 = off)")
-    rack.add_argument("--members", default="", help="comma-separated IPs allowed to merge in clusters 1 and 2")
+    rack.add_argument("--member", action="append", default=[], metavar="IP",
+                      help="an address allowed to merge in clusters 1 and 2 (repeat for each)")
     rack.add_argument("--pmd", default="net_af_packet", help="net_af_packet or net_af_xdp")
     rack.add_argument("--file-prefix", default="shesha-rack", help="the EAL file prefix")
     rack.add_argument("--idle-backoff-us", default="0", help="the switch's idle_backoff_us")
@@ -164,7 +165,7 @@ def main(argv=None):
                       help="every host, one switch port each, in order")
     args = parser.parse_args(argv)
     config = rack_switch_config(args.ports, args.learner, args.rate, args.queue_packets, args.mark_depth,
-                                [ip for ip in args.members.split(",") if ip], pmd=args.pmd,
+                                args.member, pmd=args.pmd,
                                 file_prefix=args.file_prefix, idle_backoff_us=args.idle_backoff_us)
     try:
         with open(args.out, "w") as f:
