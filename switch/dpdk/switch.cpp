@@ -214,11 +214,12 @@ unsigned Switch::egress_round(std::uint64_t now) noexcept {
         constexpr unsigned kAhead = core::kPrefetchAhead;
         for (unsigned i = 0; i < n && i < 2 * kAhead; ++i) rte_prefetch0(handoffs[i].mbuf);
         for (unsigned i = 0; i < n && i < kAhead; ++i) MbufIo::prefetch(handoffs[i].mbuf);
-        for (unsigned i = 0; i < n; ++i) {
+        pipeline_.forward_classified(n, now, [&](std::uint32_t i, core::PacketMeta& meta) __attribute__((always_inline)) {
             if (i + 2 * kAhead < n) rte_prefetch0(handoffs[i + 2 * kAhead].mbuf);
             if (i + kAhead < n) MbufIo::prefetch(handoffs[i + kAhead].mbuf);
-            pipeline_.forward(handoffs[i].mbuf, handoffs[i].meta, now);
-        }
+            meta = handoffs[i].meta;
+            return handoffs[i].mbuf;
+        });
         pipeline_.finish_forwarding(now);
         taken += n;
     }

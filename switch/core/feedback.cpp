@@ -1,4 +1,6 @@
-#include "pipeline.h"
+#include "feedback.h"
+
+#include <algorithm>
 
 namespace shesha::core {
 
@@ -7,28 +9,6 @@ namespace {
 std::uint16_t clamp16(std::uint64_t v) noexcept { return static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFF)); }
 
 }  // namespace
-
-std::vector<ClusterRule> cluster_rules_from(const SwitchConfig& cfg) {
-    std::vector<ClusterRule> rules;
-    rules.reserve(cfg.clusters.size());
-    for (const auto& c : cfg.clusters) {
-        ClusterRule r;
-        r.cluster_id = c.id;
-        r.aggregation = c.aggregation;
-        r.version_tolerance = c.version_tolerance;
-        r.allowed_macs = c.member_macs;
-        r.allowed_ips = c.member_ips;
-        r.allowed_bindings = c.member_bindings;
-        rules.push_back(std::move(r));
-    }
-    return rules;
-}
-
-std::vector<SchedulingClass> scheduling_classes_from(const SwitchConfig& cfg) {
-    std::vector<SchedulingClass> classes;
-    for (const auto& c : cfg.clusters) classes.push_back({c.id, c.weight});
-    return classes;
-}
 
 proto::FeedbackBody feedback_body(std::uint16_t port_index, const AggregatingQueue& q, std::int64_t mark_ewma,
                                   std::uint64_t shaper_rate_bps) noexcept {
