@@ -85,13 +85,13 @@ public:
     Pipeline(const SwitchConfig& cfg, std::uint64_t ticks_per_second, Io& io, PipelineOptions options = {})
         : cfg_(with_ports(cfg)),
           io_(io),
-          hz_(std::max<std::uint64_t>(ticks_per_second, 1)),
+          ticks_per_second_(std::max<std::uint64_t>(ticks_per_second, 1)),
           burst_(std::clamp<std::uint32_t>(cfg.burst, 1, kMaxBurst)),
-          l2_(cfg_, hz_),
+          l2_(cfg_, ticks_per_second_),
           admission_(cfg_),
-          feedback_(us_to_ticks(cfg.feedback_interval_us, hz_), cfg.udp_port),
+          feedback_(us_to_ticks(cfg.feedback_interval_us, ticks_per_second_), cfg.udp_port),
           to_free_(io, burst_ + 1) {
-        for (const auto& pc : cfg_.ports) ports_.push_back(std::make_unique<Port>(cfg_, pc, hz_, burst_, options.poll_mode));
+        for (const auto& pc : cfg_.ports) ports_.push_back(std::make_unique<Port>(cfg_, pc, ticks_per_second_, burst_, options.poll_mode));
         two_ports_ = ports_.size() == 2;
         flooded_pending_.assign(ports_.size(), 0);
         staging_.assign(ports_.size(), 0);
@@ -217,7 +217,7 @@ public:
     const Fdb& fdb() const noexcept { return l2_.fdb(); }
     const SwitchCounters& egress() const noexcept { return egress_; }
     const SwitchConfig& config() const noexcept { return cfg_; }
-    std::uint64_t ticks_per_second() const noexcept { return hz_; }
+    std::uint64_t ticks_per_second() const noexcept { return ticks_per_second_; }
     std::uint32_t burst() const noexcept { return burst_; }
     void set_port_mac(std::size_t i, const frame::MacAddr& mac) noexcept { ports_[i]->mac = mac; }
 
@@ -258,7 +258,7 @@ private:
             forward_packet(m, meta, now, pass);
         }
         pass.cursor.close();
-        if (pass.flooded != 0) note_flooded(pass.flood_in, pass.flooded);
+        if (pass.flooded != 0) add_floods(pass.flood_in, pass.flooded);
     }
 
     // The forwarding path of one classified frame: stages 2 to 5.
@@ -296,7 +296,7 @@ private:
             }
             // Two ports: the flood is the original to the other port, no copies.
             if (in != pass.flood_in) [[unlikely]] {
-                if (pass.flooded != 0) note_flooded(pass.flood_in, pass.flooded);
+                if (pass.flooded != 0) add_floods(pass.flood_in, pass.flooded);
                 pass.flood_in = in;
                 pass.flood_to = l2_.flood_peer(in);
                 pass.flooded = 0;
@@ -325,11 +325,11 @@ private:
         if (cursor.port != &port) {
             cursor.close();
             cursor.open(port, burst_);
-            note_staging(out);
+            list_for_flush(out);
         }
         // Only well-formed frames that cannot merge bypass (a GRADIENT waits for a merge partner);
         // once one frame is staged, nothing behind it may overtake it to the transmitter.
-        if (meta.cls == PacketClass::Plain && cursor.n_tx < cursor.tx_open) {
+        if (meta.cls == PacketClass::Plain && cursor.n_tx < cursor.bypass_limit) {
             cursor.tx[cursor.n_tx] = m;
             cursor.tx_len[cursor.n_tx] = len;
             cursor.tx_contrib[cursor.n_tx] = meta.contributions;
@@ -337,7 +337,7 @@ private:
             cursor.bypass_bytes += len;
             return;
         }
-        cursor.tx_open = cursor.n_tx;
+        cursor.bypass_limit = cursor.n_tx;
         if (cursor.staged == burst_) [[unlikely]] {
             cursor.write_back();
             port.flush_staged(now, port.tx, to_free_, staged_results_.data());
@@ -374,7 +374,7 @@ private:
             io_.free(m);
             return;
         }
-        note_flooded(in, 1);
+        add_floods(in, 1);
         StageCursor<Handle> cursor(false);
         const auto n = static_cast<std::uint16_t>(ports_.size());
         for (std::uint16_t p = 0; p < n; ++p) {
@@ -403,20 +403,20 @@ private:
 
     // A port whose staged arrivals finish_forwarding() must flush (listed at most once per pass:
     // a port is listed when its stage is empty, and only finish_forwarding() empties it for good).
-    void note_staging(std::uint16_t port) noexcept {
+    void list_for_flush(std::uint16_t port) noexcept {
         Port& p = *ports_[port];
         if (p.listed_for_flush) return;
         p.listed_for_flush = true;
         staging_[n_staging_++] = port;
     }
-    void note_flooded(std::uint16_t in, std::uint64_t n) noexcept {
+    void add_floods(std::uint16_t in, std::uint64_t n) noexcept {
         if (flooded_pending_[in] == 0) flooding_[n_flooding_++] = in;
         flooded_pending_[in] += n;
     }
 
     SwitchConfig cfg_;
     Io& io_;
-    std::uint64_t hz_;
+    std::uint64_t ticks_per_second_;
     std::uint32_t burst_;
     std::vector<std::unique_ptr<Port>> ports_;
     bool two_ports_ = false;  // a flood is then the original to the other port, never a copy

@@ -60,7 +60,7 @@ struct StageCursor {
     std::uint16_t* tx_contrib = nullptr;
     std::uint32_t n_tx = 0;
     std::uint32_t n_tx_loaded = 0;  // n_tx when loaded or last written back
-    std::uint32_t tx_open = 0;      // how far the batch may grow by bypassing (0: the port must queue)
+    std::uint32_t bypass_limit = 0;  // how far the batch may grow by bypassing (0: the port must queue)
     std::uint64_t bypass_bytes = 0;
 
     [[gnu::always_inline]] inline void open(Port<Handle>& p, std::uint32_t burst) noexcept {
@@ -72,7 +72,7 @@ struct StageCursor {
         tx_contrib = p.tx_contributions.data();
         n_tx = n_tx_loaded = p.n_tx;
         bypass_bytes = p.bypass_bytes;
-        tx_open = bypass_allowed && p.bypass_ok && p.n_pending == 0 && staged == 0 && p.queue.depth() == 0 ? burst : 0;
+        bypass_limit = bypass_allowed && p.bypass_ok && p.n_pending == 0 && staged == 0 && p.queue.depth() == 0 ? burst : 0;
     }
     [[gnu::always_inline]] inline void write_back() noexcept {
         port->n_staged = staged;

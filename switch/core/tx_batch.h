@@ -33,7 +33,7 @@ struct TxBatch {
     std::uint64_t bypass_bytes = 0;
 
     // The packets that bypassed the empty queue this round count as its arrivals and departures.
-    void settle_bypass(PortQueue& queue) noexcept {
+    void count_bypassed(PortQueue& queue) noexcept {
         const std::uint32_t bypassed = n_tx - n_pending;
         if (bypassed == 0) return;
         queue.count_bypass(bypassed, bypass_bytes);
@@ -45,7 +45,7 @@ struct TxBatch {
     template <class Io>
     unsigned transmit(Io& io, std::uint16_t index, PortQueue& queue, TokenBucket& bucket, PortCounters& tx,
                       std::uint32_t burst, std::uint64_t now) noexcept {
-        settle_bypass(queue);
+        count_bypassed(queue);
         Handle* out = tx_handles.data();
         std::uint32_t* len = tx_lens.data();
         std::uint16_t* contrib = tx_contributions.data();
@@ -90,7 +90,7 @@ struct TxBatch {
     // Frees everything in the batch (at shutdown), counted as tx_dropped.
     template <class Io>
     void drop_all(Io& io, PortQueue& queue, PortCounters& tx) noexcept {
-        settle_bypass(queue);  // bypassed packets were dequeued, so they count as dropped here too
+        count_bypassed(queue);  // bypassed packets were dequeued, so they count as dropped here too
         if (n_tx == 0) return;
         tx.add(PortCounter::TxDropped, n_tx);
         for (std::uint32_t i = 0; i < n_tx; ++i) io.free(tx_handles[i]);

@@ -416,14 +416,14 @@ struct Simulator::Impl final : FeedbackSink {
         workers.resize(n_workers);
         worker_nic.resize(n_workers);
         std::vector<std::uint32_t> next_leaf_port(sc.leaves, sc.spines);
-        std::uint16_t c = 0;
+        std::uint16_t cluster_of_worker = 0;
         std::uint32_t next_cluster_at = sc.workers_in(0);
         for (std::uint32_t w = 0; w < n_workers; ++w) {
-            while (w == next_cluster_at) next_cluster_at += sc.workers_in(++c);
+            while (w == next_cluster_at) next_cluster_at += sc.workers_in(++cluster_of_worker);
             Worker& wk = workers[w];
-            wk.cluster = c;
+            wk.cluster = cluster_of_worker;
             transport::SenderConfig cfg;
-            cfg.cluster_id = c;
+            cfg.cluster_id = cluster_of_worker;
             cfg.worker_id = w;
             cfg.model_elems = layout.model_elems;
             cfg.chunk_elems = sc.chunk_elems;
@@ -443,9 +443,9 @@ struct Simulator::Impl final : FeedbackSink {
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
             wk.ep.src_mac = {0x02, 0x00, static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
                              static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)};
-            wk.ep.dst_mac = learner_mac(c);
+            wk.ep.dst_mac = learner_mac(cluster_of_worker);
             wk.ep.src_ip = worker_ip(w);
-            wk.ep.dst_ip = 0x0B000000u | c;
+            wk.ep.dst_ip = 0x0B000000u | cluster_of_worker;
             wk.ep.src_port = proto::kDefaultUdpPort;
             wk.ep.dst_port = proto::kDefaultUdpPort;
             wk.ep.ecn = 1;  // ECT(1): the queues may set CE
