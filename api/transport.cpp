@@ -45,8 +45,17 @@ in_addr parse_address(const std::string& text, const char* what) {
     return *a;
 }
 
-int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optional<std::uint8_t> tos) {
+// multicast_sender: the learner's socket with learner.model_delivery: replicated. Its group
+// datagrams leave by the interface of the bound address (no multicast route needed; bound to
+// 0.0.0.0, the routing table decides), one hop only, and never loop back to local listeners.
+int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optional<std::uint8_t> tos,
+                bool multicast_sender = false) {
     net::UdpSocketOptions so;
+    if (multicast_sender) {
+        if (bind.s_addr != htonl(INADDR_ANY)) so.multicast_if = bind;
+        so.multicast_ttl = 1;
+        so.multicast_loop = false;
+    }
     so.bind_addr = bind;
     so.bind_port = port;
     so.rcvbuf_bytes = buffer_bytes;
@@ -367,7 +376,8 @@ struct LearnerEndpoint::Impl {
         if (o.initial_parameters.empty()) throw Error("initial_parameters: expected the model's parameters, got none");
         const in_addr bind_ip = parse_address(o.bind_address, "bind address");
         if (o.port < -1 || o.port > 65535) throw Error(fmt::format("port: expected -1 (the YAML's), 0 (any) or 1..65535, got {}", o.port));
-        fd = open_socket(bind_ip, static_cast<std::uint16_t>(o.port < 0 ? config.udp_port : o.port), 8 << 20, std::nullopt);
+        fd = open_socket(bind_ip, static_cast<std::uint16_t>(o.port < 0 ? config.udp_port : o.port), 8 << 20, std::nullopt,
+                         config.learner.model_delivery == drl::ModelDelivery::Replicated);
         const auto incarnation = static_cast<std::uint32_t>(clock::realtime_ns() / 1'000'000);
         try {
             core = std::make_unique<learner::LearnerCore>(
@@ -462,6 +472,7 @@ LearnerCounters LearnerEndpoint::counters() const {
     out.chunks_rejected = core.reassembler_stats().rejected_total() + c.rejected_total();
     out.versions_published = c.versions_published;
     out.model_chunks_sent = c.model_chunks_sent;
+    out.model_group_chunks_sent = c.model_group_chunks_sent;
     out.credit_messages = c.credit_messages;
     out.send_errors = impl_->send_errors;
     out.receive_errors = impl_->receive_errors;

@@ -46,6 +46,16 @@ int open_udp_socket(const UdpSocketOptions& opts, std::string& err) {
     if (ok && opts.tos) ok = set_int_option(fd, IPPROTO_IP, IP_TOS, *opts.tos, err, "IP_TOS");
     if (ok && opts.receive_tos) ok = set_int_option(fd, IPPROTO_IP, IP_RECVTOS, 1, err, "IP_RECVTOS");
     if (ok && opts.receive_drop_count) ok = set_int_option(fd, SOL_SOCKET, SO_RXQ_OVFL, 1, err, "SO_RXQ_OVFL");
+    if (ok && opts.multicast_if) {
+        in_addr a = *opts.multicast_if;
+        if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &a, sizeof a) != 0) {
+            err = std::string("setsockopt IP_MULTICAST_IF: ") + std::strerror(errno);
+            ok = false;
+        }
+    }
+    if (ok && opts.multicast_ttl) ok = set_int_option(fd, IPPROTO_IP, IP_MULTICAST_TTL, *opts.multicast_ttl, err, "IP_MULTICAST_TTL");
+    if (ok && opts.multicast_loop)
+        ok = set_int_option(fd, IPPROTO_IP, IP_MULTICAST_LOOP, *opts.multicast_loop ? 1 : 0, err, "IP_MULTICAST_LOOP");
     if (ok && (opts.bind_addr || opts.bind_port != 0)) {
         sockaddr_in sa{};
         sa.sin_family = AF_INET;

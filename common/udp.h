@@ -21,6 +21,12 @@ struct UdpSocketOptions {
     std::optional<std::uint8_t> tos;   // IP_TOS value for sent datagrams (ECN bits included)
     bool receive_tos = false;          // IP_RECVTOS: TOS of each received datagram as cmsg
     bool receive_drop_count = false;   // SO_RXQ_OVFL: kernel drop counter as cmsg
+    // Sending to IPv4 multicast groups (the learner with learner.model_delivery: replicated).
+    // With multicast_if the kernel sends group datagrams out of the interface that owns that
+    // address, without a multicast route.
+    std::optional<in_addr> multicast_if;        // IP_MULTICAST_IF (by address)
+    std::optional<std::uint8_t> multicast_ttl;  // IP_MULTICAST_TTL (kernel default 1)
+    std::optional<bool> multicast_loop;         // IP_MULTICAST_LOOP (kernel default on)
 };
 // Returns the fd, or -1 with err set.
 int open_udp_socket(const UdpSocketOptions& opts, std::string& err);

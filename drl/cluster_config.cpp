@@ -129,7 +129,7 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "merged_steps",
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
                                   "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
-                                  "admit_worker_ids", "model_budget"});
+                                  "admit_worker_ids", "model_budget", "model_delivery", "model_group"});
     if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
@@ -162,6 +162,26 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
         std::sort(l.admit_worker_ids.begin(), l.admit_worker_ids.end());
     }
     if (auto x = map.get("model_budget")) l.model_budget = static_cast<std::uint32_t>(r.uint(*x, 1, 1'000'000));
+    const auto delivery = map.get("model_delivery");
+    if (delivery)
+        l.model_delivery = r.choice(*delivery, {"unicast", "replicated"}) == 0 ? ModelDelivery::Unicast : ModelDelivery::Replicated;
+    if (auto x = map.get("model_group")) {
+        // An address, not a prefix: "239.77.0.1" (224.0.0.0/4, IPv4 multicast).
+        const std::string text = x->node.IsScalar() ? std::string(yaml::trim(x->node.Scalar())) : std::string{};
+        in_addr a{};
+        if (text.empty() || text.find('/') != std::string::npos || inet_pton(AF_INET, text.c_str(), &a) != 1)
+            r.fail(*x, fmt::format("expected an IPv4 multicast group address like 239.77.0.1, got {}", describe(x->node)));
+        const std::uint32_t group = ntohl(a.s_addr);
+        if ((group >> 28) != 0xE)
+            r.fail(*x, fmt::format("expected an IPv4 multicast group (224.0.0.0/4) like 239.77.0.1, got '{}', which is "
+                                   "not a multicast address",
+                                   text));
+        l.model_group = group;
+    }
+    if (l.model_delivery == ModelDelivery::Replicated && l.model_group == 0)
+        r.fail(delivery->mark, v.path.empty() ? "model_group" : v.path + ".model_group",
+               "missing: learner.model_delivery replicated needs the cluster's multicast group, like model_group: "
+               "239.77.0.1");
 }
 
 void read_worker(const Reader& r, const Value& v, WorkerConfig& w) {

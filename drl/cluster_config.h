@@ -61,6 +61,16 @@ struct Ipv4Prefix {
     }
 };
 
+// How the learner sends MODEL on publishes and rebroadcasts (docs/transport.md, "Replicated model
+// delivery"). Answers to model requests are unicast either way.
+enum class ModelDelivery : std::uint8_t {
+    Unicast,     // one copy of every chunk to every active worker
+    Replicated,  // one copy of every chunk to model_group; a Shesha switch fans it out to the members
+};
+
+// worker_id of a MODEL chunk sent to the cluster's group: "every member" (the switch rewrites it).
+inline constexpr std::uint32_t kEveryWorker = 0xFFFFFFFFu;
+
 struct LearnerConfig {
     std::uint32_t publish_interval_ms = 5;    // a new model version at most this often (if changed)
     std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
@@ -80,6 +90,9 @@ struct LearnerConfig {
     std::vector<Ipv4Prefix> admit_sources;
     std::vector<std::uint32_t> admit_worker_ids;  // sorted
     std::uint32_t model_budget = 64;  // MODEL copies a worker receives between two datagrams from it
+    ModelDelivery model_delivery = ModelDelivery::Unicast;
+    std::uint32_t model_group = 0;    // IPv4 multicast group, host byte order; 0: none (required
+                                      // with Replicated, accepted and unused with Unicast)
 };
 
 struct WorkerConfig {

@@ -219,6 +219,11 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["model"] = json::Json::object();
     j["model"]["versions_published"] = c.versions_published;
     j["model"]["chunks_sent"] = c.model_chunks_sent;
+    j["model"]["delivery"] = core.replicated() ? "replicated" : "unicast";
+    if (core.replicated()) j["model"]["group"] = net::format_endpoint(core.model_group());
+    j["model"]["group_sends"] = c.model_group_sends;
+    j["model"]["group_chunks_sent"] = c.model_group_chunks_sent;
+    j["model"]["group_withheld"] = c.model_group_withheld;
     j["model"]["rebroadcasts"] = c.rebroadcasts;
     j["model"]["requests"] = c.model_requests;
     j["model"]["requests_rate_limited"] = c.model_requests_rate_limited;
@@ -329,6 +334,10 @@ int run(const Options& o) {
     }
     fmt::print("shesha-learner: cluster {} on {}:{}, {} parameters in {} chunks, incarnation {}, version {}\n",
                cluster_id, o.bind, endpoint->local_port(), initial.size(), core.layout().chunk_count, incarnation, core.version());
+    if (core.replicated())
+        fmt::print("shesha-learner: model_delivery replicated: publishes and rebroadcasts go once to the group {} "
+                   "(worker_id 0xFFFFFFFF), for a Shesha switch to fan out; model requests are answered by unicast\n",
+                   net::format_endpoint(core.model_group()));
     if (config.learner.admit_sources.empty() && config.learner.admit_worker_ids.empty())
         fmt::print("shesha-learner: learner.admit_sources and admit_worker_ids are empty: any source may register as a "
                    "worker (each gets at most {} MODEL copies per datagram it sends)\n", config.learner.model_budget);

@@ -88,7 +88,13 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
     counter("shesha_learner_credit_units_total", "Credit units granted (credits.units)", c.credit_units);
     counter("shesha_learner_versions_published_total", "Model versions published (model.versions_published)",
             c.versions_published);
-    counter("shesha_learner_model_chunks_sent_total", "MODEL chunks sent (model.chunks_sent)", c.model_chunks_sent);
+    counter("shesha_learner_model_chunks_sent_total", "MODEL chunks sent by unicast (model.chunks_sent)", c.model_chunks_sent);
+    counter("shesha_learner_model_group_sends_total",
+            "Publishes and rebroadcasts sent once to learner.model_group (model.group_sends)", c.model_group_sends);
+    counter("shesha_learner_model_group_chunks_sent_total", "MODEL chunks sent to learner.model_group (model.group_chunks_sent)",
+            c.model_group_chunks_sent);
+    counter("shesha_learner_model_group_withheld_total",
+            "Group MODEL sends skipped: no active worker had model_budget left (model.group_withheld)", c.model_group_withheld);
     counter("shesha_learner_rebroadcasts_total", "Rebroadcasts of the published model (model.rebroadcasts)", c.rebroadcasts);
     counter("shesha_learner_model_requests_total", "Model requests from workers (model.requests)", c.model_requests);
 

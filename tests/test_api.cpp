@@ -198,3 +198,31 @@ TEST_CASE("api: bad arguments are refused with messages naming them") {
     CHECK(r.reward == 1.0);
     std::filesystem::remove(config);
 }
+
+TEST_CASE("api: with model_delivery replicated the learner sends publishes once to the group, requests by unicast") {
+    const auto config = (std::filesystem::temp_directory_path() / "shesha-test-api-replicated.yaml").string();
+    std::ofstream(config) << "env: CartPole-v1\n"
+                             "optimizer: {kind: sgd, lr: 0.5}\n"
+                             "transport: {chunk_elems: 4, w_init: 64, w_max: 64}\n"
+                             "learner: {publish_interval_ms: 1, max_grad_norm: 0, model_delivery: replicated,\n"
+                             "          model_group: 239.77.0.9}\n"
+                             "worker: {model_request_ms: 5}\n";
+    shesha::LearnerEndpoint learner(learner_options(config));
+    shesha::WorkerTransport worker(worker_options(config, learner.local_port(), 1));
+    // The worker's model request is answered by unicast: 3 chunks to it.
+    shesha::Model model;
+    REQUIRE(run_until(learner, {&worker}, [&] { return worker.take_model(model); }));
+    CHECK(model.version == 1);
+    CHECK(learner.counters().model_chunks_sent == 3);
+    // A publish goes to 239.77.0.9 once (3 chunks), from a socket bound to 127.0.0.1: no
+    // multicast route needed. Without a Shesha switch nobody receives it.
+    const std::vector<float> g(10, 2.0F);
+    worker.send(model.version, g);
+    REQUIRE(run_until(learner, {&worker}, [&] { return learner.counters().model_group_chunks_sent >= 3; }));
+    const shesha::LearnerCounters c = learner.counters();
+    CHECK(c.version == 2);
+    CHECK(c.model_group_chunks_sent % 3 == 0);  // whole copies (a rebroadcast may have followed)
+    CHECK(c.model_chunks_sent == 3);            // still only the answer to the request
+    CHECK(c.send_errors == 0);
+    std::filesystem::remove(config);
+}

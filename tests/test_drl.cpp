@@ -70,6 +70,7 @@ sockaddr_in endpoint(std::uint16_t port) {
 
 struct Sent {
     std::uint16_t port;
+    std::uint32_t ip;  // host byte order
     proto::Header hdr;
     std::vector<std::uint8_t> payload;
 };
@@ -96,7 +97,7 @@ struct LearnerFixture {
             config, kCluster, initial, 42, [this](const sockaddr_in& to, std::span<const std::uint8_t> m) {
                 proto::Message decoded;
                 REQUIRE(proto::decode(m, decoded) == proto::DecodeError::Ok);
-                sent.push_back({ntohs(to.sin_port), decoded.hdr, {decoded.payload.begin(), decoded.payload.end()}});
+                sent.push_back({ntohs(to.sin_port), ntohl(to.sin_addr.s_addr), decoded.hdr, {decoded.payload.begin(), decoded.payload.end()}});
                 return true;
             });
     }
@@ -702,4 +703,203 @@ TEST_CASE("cluster config: hardening keys parse, with errors naming the key") {
           std::string::npos);
     CHECK(error_of("env: CartPole-v1\nlearner: {max_staleness: 0}\n").find("learner.max_staleness: expected an integer in 1..2147483647, got 0") !=
           std::string::npos);
+}
+
+TEST_CASE("cluster config: model_delivery and model_group parse, with errors naming the key") {
+    const auto defaults = drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml");
+    CHECK(defaults.learner.model_delivery == drl::ModelDelivery::Unicast);
+    CHECK(defaults.learner.model_group == 0);
+    const auto r = drl::parse_cluster_config(
+        "env: CartPole-v1\nlearner:\n  model_delivery: replicated\n  model_group: \"239.77.0.1\"\n", "t.yaml");
+    CHECK(r.learner.model_delivery == drl::ModelDelivery::Replicated);
+    CHECK(r.learner.model_group == 0xEF4D0001u);
+    // Given with unicast delivery, the group is accepted and unused.
+    const auto u = drl::parse_cluster_config("env: CartPole-v1\nlearner: {model_delivery: unicast, model_group: 224.0.0.251}\n", "t.yaml");
+    CHECK(u.learner.model_delivery == drl::ModelDelivery::Unicast);
+    CHECK(u.learner.model_group == 0xE00000FBu);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {model_group: 239.255.255.255}\n", "t.yaml").learner.model_group ==
+          0xEFFFFFFFu);
+
+    CHECK(error_of("env: CartPole-v1\nlearner:\n  model_delivery: replicated\n") ==
+          "test.yaml:3:19: learner.model_group: missing: learner.model_delivery replicated needs the cluster's multicast "
+          "group, like model_group: 239.77.0.1");
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_delivery: replicated, model_group: 10.77.0.1}\n") ==
+          "test.yaml:2:52: learner.model_group: expected an IPv4 multicast group (224.0.0.0/4) like 239.77.0.1, got "
+          "'10.77.0.1', which is not a multicast address");
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_group: 240.0.0.1}\n").find("learner.model_group: expected an IPv4 multicast group") !=
+          std::string::npos);
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_group: 239.1.1.0/24}\n") ==
+          "test.yaml:2:24: learner.model_group: expected an IPv4 multicast group address like 239.77.0.1, got '239.1.1.0/24'");
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_group: [239.1.1.1]}\n").find("learner.model_group: expected an IPv4 multicast group address") !=
+          std::string::npos);
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_delivery: multicast, model_group: 239.1.1.1}\n") ==
+          "test.yaml:2:27: learner.model_delivery: expected unicast or replicated, got 'multicast'");
+}
+
+namespace {
+constexpr std::uint32_t kGroup = 0xEF4D0007u;  // 239.77.0.7
+void replicated(drl::ClusterConfig& c) {
+    c.learner.model_delivery = drl::ModelDelivery::Replicated;
+    c.learner.model_group = kGroup;
+    c.udp_port = 17800;
+}
+// Workers 1..n each send one valid chunk from port 5000 + id (registering them).
+void register_workers(LearnerFixture& f, std::uint32_t n, std::uint64_t now) {
+    for (std::uint32_t id = 1; id <= n; ++id)
+        f.feed(message(gradient_header(0, 3, id, 1), {0.1F, 0.1F, 0.1F, 0.1F}), static_cast<std::uint16_t>(5000 + id), now);
+}
+std::vector<Sent> models_of(const std::vector<Sent>& sent) {
+    std::vector<Sent> out;
+    for (const Sent& s : sent)
+        if (s.hdr.type == proto::MsgType::Model) out.push_back(s);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("learner: replicated delivery sends each chunk of a publish or rebroadcast once, to the group") {
+    constexpr std::uint64_t ms = 1'000'000;
+    LearnerFixture f(false, drl::MergedSteps::One, replicated);
+    REQUIRE(f.core->replicated());
+    CHECK(ntohl(f.core->model_group().sin_addr.s_addr) == kGroup);
+    CHECK(ntohs(f.core->model_group().sin_port) == 17800);
+    register_workers(f, 4, 1 * ms);
+    REQUIRE(f.core->active_workers() == 4);
+    f.sent.clear();
+
+    // A publish: 3 chunks (4, 4, 2 elements), not 4 x 3, all to 239.77.0.7:17800 for every member.
+    REQUIRE(f.core->on_tick(10 * ms, 10 * ms));
+    REQUIRE(f.core->version() == 2);
+    const std::vector<Sent> published = models_of(f.sent);
+    REQUIRE(published.size() == 3);
+    CHECK(f.sent.size() == 3);  // nothing else went out
+    const std::vector<float> model = {f.core->published().begin(), f.core->published().end()};
+    for (std::uint16_t k = 0; k < 3; ++k) {
+        const Sent& s = published[k];
+        CHECK(s.ip == kGroup);
+        CHECK(s.port == 17800);
+        CHECK(s.hdr.type == proto::MsgType::Model);
+        CHECK(s.hdr.elem_type == proto::ElemType::F32);
+        CHECK(s.hdr.cluster_id == kCluster);
+        CHECK(s.hdr.worker_id == 0xFFFFFFFFu);
+        CHECK(s.hdr.worker_id == drl::kEveryWorker);
+        CHECK(s.hdr.model_version == 2);
+        CHECK(s.hdr.seq == 42);  // the incarnation
+        CHECK(s.hdr.chunk_index == k);
+        CHECK(s.hdr.chunk_count == 3);
+        CHECK(s.hdr.elem_count == (k < 2 ? 4 : 2));
+        CHECK(s.hdr.ts_earliest_ns == 10 * ms);
+        CHECK(s.hdr.ts_latest_ns == 10 * ms);
+        std::vector<float> elems(s.hdr.elem_count);
+        REQUIRE(s.payload.size() == elems.size() * 4);
+        std::memcpy(elems.data(), s.payload.data(), s.payload.size());
+        CHECK(elems == std::vector<float>(model.begin() + k * 4, model.begin() + k * 4 + s.hdr.elem_count));
+    }
+    const learner::LearnerCounters& c = f.core->counters();
+    CHECK(c.model_group_sends == 1);
+    CHECK(c.model_group_chunks_sent == 3);
+    CHECK(c.model_chunks_sent == 0);
+    for (const learner::WorkerInfo& w : f.core->workers()) CHECK(w.models_since_heard == 1);
+
+    // A rebroadcast: once more, 3 datagrams to the group, the same version and timestamps.
+    f.sent.clear();
+    CHECK_FALSE(f.core->on_tick(1100 * ms, 1100 * ms));
+    CHECK(c.rebroadcasts == 1);
+    const std::vector<Sent> again = models_of(f.sent);
+    REQUIRE(again.size() == 3);
+    for (std::uint16_t k = 0; k < 3; ++k) {
+        CHECK(again[k].ip == kGroup);
+        CHECK(again[k].port == 17800);
+        CHECK(again[k].hdr.worker_id == 0xFFFFFFFFu);
+        CHECK(again[k].hdr.model_version == 2);
+        CHECK(again[k].hdr.chunk_index == k);
+        CHECK(again[k].hdr.ts_latest_ns == 10 * ms);
+        CHECK(again[k].payload == published[k].payload);
+    }
+    CHECK(c.model_group_sends == 2);
+    CHECK(c.model_group_chunks_sent == 6);
+    CHECK(c.model_chunks_sent == 0);
+
+    // A model request from worker 3 is answered by unicast, to its address, with its id.
+    std::vector<std::uint8_t> request(proto::kHeaderSize);
+    REQUIRE(proto::encode(drl::model_request_header(kCluster, 3, 0, 0), {}, request) == proto::kHeaderSize);
+    f.sent.clear();
+    f.feed(request, 5003, 1200 * ms);
+    const std::vector<Sent> answer = models_of(f.sent);
+    REQUIRE(answer.size() == 3);
+    for (std::uint16_t k = 0; k < 3; ++k) {
+        CHECK(answer[k].ip == 0x7f000001u);
+        CHECK(answer[k].port == 5003);
+        CHECK(answer[k].hdr.worker_id == 3);
+        CHECK(answer[k].hdr.model_version == 2);
+        CHECK(answer[k].hdr.chunk_index == k);
+        CHECK(answer[k].payload == published[k].payload);
+    }
+    CHECK(c.model_requests == 1);
+    CHECK(c.model_chunks_sent == 3);
+    CHECK(c.model_group_chunks_sent == 6);
+    // A request right after a group copy is rate limited, as after a unicast one.
+    f.sent.clear();
+    CHECK(f.core->on_tick(1300 * ms, 1300 * ms) == false);  // nothing applied: no publish, no rebroadcast yet
+    f.feed(message(gradient_header(1, 3, 2, 2), {0.1F, 0.1F, 0.1F, 0.1F}), 5002, 1301 * ms);
+    REQUIRE(f.core->on_tick(1310 * ms, 1310 * ms));  // version 3 to the group
+    f.feed(request, 5003, 1315 * ms);
+    CHECK(c.model_requests_rate_limited == 1);
+    CHECK(models_of(f.sent).size() == 3);
+    CHECK(c.model_group_chunks_sent == 9);
+}
+
+TEST_CASE("learner: replicated delivery sends to the group while any worker has model_budget left") {
+    constexpr std::uint64_t ms = 1'000'000;
+    // No workers: nothing is sent and nothing counted.
+    LearnerFixture empty(false, drl::MergedSteps::One, replicated);
+    CHECK_FALSE(empty.core->on_tick(1100 * ms, 1100 * ms));
+    CHECK(empty.sent.empty());
+    CHECK(empty.core->counters().model_group_withheld == 0);
+
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) {
+        replicated(c);
+        c.learner.model_budget = 2;
+    });
+    register_workers(f, 2, 1 * ms);
+    f.sent.clear();
+    CHECK(f.core->on_tick(10 * ms, 10 * ms));             // copy 1 for both
+    f.feed(message(gradient_header(1, 3, 2, 2), {0.1F, 0.1F, 0.1F, 0.1F}), 5002, 500 * ms);  // worker 2 heard: budget renewed
+    f.sent.clear();
+    CHECK(f.core->on_tick(505 * ms, 505 * ms));           // version 3: copy 2 of worker 1, copy 1 of worker 2
+    CHECK(models_of(f.sent).size() == 3);
+    CHECK_FALSE(f.core->on_tick(1600 * ms, 1600 * ms));   // rebroadcast: worker 1 is spent, worker 2 has one left
+    CHECK(models_of(f.sent).size() == 6);
+    CHECK_FALSE(f.core->on_tick(2700 * ms, 2700 * ms));   // both spent: withheld
+    CHECK(models_of(f.sent).size() == 6);
+    const learner::LearnerCounters& c = f.core->counters();
+    CHECK(c.model_group_sends == 3);
+    CHECK(c.model_group_chunks_sent == 9);
+    CHECK(c.model_group_withheld == 1);
+    CHECK(c.models_withheld == 0);  // the unicast counter
+    CHECK(c.model_chunks_sent == 0);
+    // A datagram from a worker brings the group copy back.
+    f.feed(message(gradient_header(2, 3, 1, 3), {0.1F, 0.1F}), 5001, 2800 * ms);
+    f.sent.clear();
+    CHECK(f.core->on_tick(2810 * ms, 2810 * ms));
+    REQUIRE(models_of(f.sent).size() == 3);
+    CHECK(models_of(f.sent)[0].ip == kGroup);
+    CHECK(c.model_group_sends == 4);
+}
+
+TEST_CASE("learner: unicast delivery ignores a configured group: one copy per active worker") {
+    constexpr std::uint64_t ms = 1'000'000;
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.learner.model_group = kGroup; });
+    CHECK_FALSE(f.core->replicated());
+    register_workers(f, 4, 1 * ms);
+    f.sent.clear();
+    REQUIRE(f.core->on_tick(10 * ms, 10 * ms));
+    const std::vector<Sent> sent = models_of(f.sent);
+    REQUIRE(sent.size() == 12);
+    for (const Sent& s : sent) {
+        CHECK(s.ip == 0x7f000001u);
+        CHECK(s.port == 5000 + s.hdr.worker_id);
+    }
+    CHECK(f.core->counters().model_chunks_sent == 12);
+    CHECK(f.core->counters().model_group_chunks_sent == 0);
+    CHECK(f.core->counters().model_group_sends == 0);
 }

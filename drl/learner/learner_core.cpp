@@ -1,5 +1,7 @@
 #include "learner/learner_core.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -32,6 +34,13 @@ LearnerCore::LearnerCore(const drl::ClusterConfig& config, std::uint16_t cluster
       scratch_(parameters_.size(), 0.0F),
       reassembler_(layout_, cluster_id, proto::MsgType::Gradient, transport::ApplyMode::Accumulate),
       tx_(proto::kHeaderSize + std::size_t{proto::kMaxElements} * sizeof(float)) {
+    if (config.learner.model_delivery == drl::ModelDelivery::Replicated) {
+        if (config.learner.model_group == 0) throw std::invalid_argument("learner.model_group: missing (model_delivery is replicated)");
+        replicated_ = true;
+        group_.sin_family = AF_INET;
+        group_.sin_addr.s_addr = htonl(config.learner.model_group);
+        group_.sin_port = htons(config.udp_port);
+    }
     clip_norm_ = config.learner.max_grad_norm >= 0 ? config.learner.max_grad_norm
                                                    : std::max(0.0, static_cast<double>(config.a3c.loss.max_grad_norm));
     for (std::uint16_t k = 0; k < layout_.chunk_count; ++k)
@@ -405,13 +414,14 @@ void LearnerCore::handle_model_request(const proto::Header& h, const sockaddr_in
     send_model(*w, now_mono);
 }
 
-void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
+std::uint64_t LearnerCore::send_chunks(const sockaddr_in& to, std::uint32_t worker_id) {
+    std::uint64_t sent = 0;
     for (std::uint16_t k = 0; k < layout_.chunk_count; ++k) {
         proto::Header h;
         h.type = proto::MsgType::Model;
         h.elem_type = proto::ElemType::F32;
         h.cluster_id = cluster_id_;
-        h.worker_id = w.id;
+        h.worker_id = worker_id;
         h.model_version = version_;
         h.seq = incarnation_;
         transport::set_chunk_fields(layout_, k, h);
@@ -420,13 +430,22 @@ void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
         const auto elems = transport::chunk_slice(layout_, std::span<const float>(published_), k);
         const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), elems.size_bytes());
         const std::size_t len = proto::encode(h, body, tx_);
-        if (len != 0 && send_(w.addr, {tx_.data(), len})) ++c_.model_chunks_sent;
+        if (len != 0 && send_(to, {tx_.data(), len})) ++sent;
     }
+    return sent;
+}
+
+void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
+    c_.model_chunks_sent += send_chunks(w.addr, w.id);
     w.last_model_sent_ns = now_mono;
     ++w.models_since_heard;
 }
 
 void LearnerCore::broadcast_model(std::uint64_t now_mono) {
+    if (replicated_) {
+        broadcast_group(now_mono);
+        return;
+    }
     for (WorkerInfo& w : workers_) {
         if (!w.active) continue;
         // A worker that has gone quiet gets at most model_budget copies; it asks again (a model
@@ -437,6 +456,30 @@ void LearnerCore::broadcast_model(std::uint64_t now_mono) {
         }
         send_model(w, now_mono);
     }
+}
+
+void LearnerCore::broadcast_group(std::uint64_t now_mono) {
+    // One copy for the whole cluster: the switch delivers it to each member. It goes out while
+    // some active worker has budget left, so a cluster gone silent stops drawing MODEL after
+    // model_budget copies, as with unicast; it counts as a copy (and as a recent send, for the
+    // request rate limit) for each of those workers.
+    // With no active worker at all there is nobody to send to, and nothing is counted.
+    bool any_active = false;
+    bool any_budget = false;
+    for (WorkerInfo& w : workers_) {
+        if (!w.active) continue;
+        any_active = true;
+        if (w.models_since_heard >= config_.learner.model_budget) continue;
+        any_budget = true;
+        w.last_model_sent_ns = now_mono;
+        ++w.models_since_heard;
+    }
+    if (!any_budget) {
+        if (any_active) ++c_.model_group_withheld;
+        return;
+    }
+    ++c_.model_group_sends;
+    c_.model_group_chunks_sent += send_chunks(group_, drl::kEveryWorker);
 }
 
 bool LearnerCore::publish_now(std::uint64_t now_real, std::uint64_t now_mono) {

@@ -12,6 +12,13 @@
 //             anything was applied since the last one, broadcast to every active worker;
 //   rebroadcast  the published version again every rebroadcast_ms (lost chunks, new workers).
 //
+// With learner.model_delivery: replicated, a publish or rebroadcast sends each chunk once, to the
+// cluster's group (learner.model_group at udp_port) with worker_id kEveryWorker, and a Shesha
+// switch fans it out to the members (docs/transport.md, "Replicated model delivery"). Answers to
+// model requests stay unicast. model_budget still bounds what silent workers draw: the group copy
+// goes out only while at least one active worker has budget left, and it counts against the
+// budget of every active worker that had some (it reaches them through the switch).
+//
 // Age-of-Model and staleness are computed here exactly as docs/aom.md defines them.
 #pragma once
 
@@ -56,7 +63,11 @@ struct LearnerCounters {
     std::uint64_t model_requests_rate_limited = 0;
     std::uint64_t foreign_requests = 0;      // model requests naming another cluster
     std::uint64_t versions_published = 0;
-    std::uint64_t model_chunks_sent = 0;
+    std::uint64_t model_chunks_sent = 0;        // unicast MODEL chunks (one per worker per chunk)
+    // Replicated delivery: one datagram per chunk to learner.model_group, whatever the member count.
+    std::uint64_t model_group_sends = 0;        // publishes and rebroadcasts sent to the group
+    std::uint64_t model_group_chunks_sent = 0;  // their chunks (not in model_chunks_sent)
+    std::uint64_t model_group_withheld = 0;     // group sends skipped: active workers, none with budget left
     std::uint64_t rebroadcasts = 0;
     std::uint64_t workers_overflow = 0;      // a new worker beyond max_workers: not registered
     std::uint64_t workers_expired = 0;
@@ -68,7 +79,7 @@ struct LearnerCounters {
     std::uint64_t chunks_clipped = 0;        // applied after scaling down to max_grad_norm
     std::uint64_t steps_rolled_back = 0;     // a step left parameters or optimizer state non-finite
     std::uint64_t not_admitted = 0;          // datagrams of our cluster from a source or id not admitted
-    std::uint64_t models_withheld = 0;       // MODEL copies not sent: the worker's model_budget was spent
+    std::uint64_t models_withheld = 0;       // unicast MODEL copies not sent: the worker's model_budget was spent
     std::uint64_t rejected_total() const noexcept {
         return rejected_too_stale + rejected_too_new + rejected_magnitude + steps_rolled_back;
     }
@@ -158,6 +169,9 @@ public:
     std::span<const float> published() const noexcept { return published_; }
     const transport::ChunkLayout& layout() const noexcept { return layout_; }
     const LearnerCounters& counters() const noexcept { return c_; }
+    // learner.model_delivery is replicated; model_group() is then the group's address and port.
+    bool replicated() const noexcept { return replicated_; }
+    const sockaddr_in& model_group() const noexcept { return group_; }
     const transport::ReassemblerStats& reassembler_stats() const noexcept { return reassembler_.stats(); }
     transport::CreditPlannerStats planner_stats() const noexcept;  // summed over planner rebuilds
     const StalenessStats& staleness() const noexcept { return staleness_; }
@@ -180,7 +194,11 @@ private:
                          std::uint64_t now_real, std::uint64_t now_mono);
     void handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono);
     void send_model(WorkerInfo& w, std::uint64_t now_mono);
-    void broadcast_model(std::uint64_t now_mono);  // to every active worker with budget left
+    // Every chunk of the published model to `to`, addressed to worker_id; returns chunks sent.
+    std::uint64_t send_chunks(const sockaddr_in& to, std::uint32_t worker_id);
+    // To every active worker with budget left: a unicast copy each, or one group copy.
+    void broadcast_model(std::uint64_t now_mono);
+    void broadcast_group(std::uint64_t now_mono);
     void send_credits(const proto::Header& h);
 
     drl::ClusterConfig config_;
@@ -188,6 +206,8 @@ private:
     transport::ChunkLayout layout_;
     std::uint32_t incarnation_;
     SendFn send_;
+    bool replicated_ = false;
+    sockaddr_in group_{};  // learner.model_group at udp_port, with replicated delivery
 
     std::vector<float> parameters_;
     std::vector<float> published_;

@@ -27,6 +27,8 @@ expect_usage() {  # expect_usage DESCRIPTION MESSAGE_SUBSTRING CMD...
 printf 'env: CartPole-v1\na3c:\n  n_step: 5\n' > "$WORK/typo.yaml"
 printf 'env: CartPole-v1\noptimizer: {lr: fast}\n' > "$WORK/type.yaml"
 printf 'env: CartPole-v1\nlearner: {eval_episodes: 0}\n' > "$WORK/range.yaml"
+printf 'env: CartPole-v1\nlearner: {model_delivery: replicated}\n' > "$WORK/nogroup.yaml"
+printf 'env: CartPole-v1\nlearner: {model_delivery: replicated, model_group: 10.77.0.1}\n' > "$WORK/unigroup.yaml"
 printf 'not a checkpoint\n' > "$WORK/bad.ckpt"
 
 expect_usage "learner: missing --config" "--config is required" "$LEARNER" --cluster 1 --bind 127.0.0.1
@@ -36,6 +38,8 @@ expect_usage "learner: unknown key names its path" "a3c.n_step: unknown key 'n_s
 expect_usage "learner: wrong type names its key" "typo.yaml" "$LEARNER" --config "$WORK/typo.yaml" --cluster 1 --bind 127.0.0.1
 expect_usage "learner: non-number lr" "optimizer.lr: expected a number" "$LEARNER" --config "$WORK/type.yaml" --cluster 1 --bind 127.0.0.1
 expect_usage "learner: out-of-range value" "learner.eval_episodes: expected an integer in 1..10000, got 0" "$LEARNER" --config "$WORK/range.yaml" --cluster 1 --bind 127.0.0.1
+expect_usage "learner: replicated delivery without a group" "nogroup.yaml:2:27: learner.model_group: missing" "$LEARNER" --config "$WORK/nogroup.yaml" --cluster 1 --bind 127.0.0.1
+expect_usage "learner: a model_group that is not multicast" "learner.model_group: expected an IPv4 multicast group (224.0.0.0/4)" "$LEARNER" --config "$WORK/unigroup.yaml" --cluster 1 --bind 127.0.0.1
 expect_usage "learner: --resume of a file that is no checkpoint" "bad magic" "$LEARNER" --config "$CFG" --cluster 1 --bind 127.0.0.1 --resume "$WORK/bad.ckpt"
 expect_usage "worker: missing --worker-id" "--worker-id is required" "$WORKER" --config "$CFG" --cluster 1 --learner 127.0.0.1
 expect_usage "worker: bad --learner" "--learner: not an IPv4 address" "$WORKER" --config "$CFG" --cluster 1 --worker-id 1 --learner 300.1.1.1

@@ -172,6 +172,9 @@ def learner(url, learner_json, cluster):
         ('shesha_learner_chunks_clipped_total', j['chunks']['clipped']),
         ('shesha_learner_not_admitted_total', j['not_admitted']),
         ('shesha_learner_models_withheld_total', j['model']['withheld']),
+        ('shesha_learner_model_group_sends_total', j['model']['group_sends']),
+        ('shesha_learner_model_group_chunks_sent_total', j['model']['group_chunks_sent']),
+        ('shesha_learner_model_group_withheld_total', j['model']['group_withheld']),
     ]
     for name, want in pairs:
         got = one(name)

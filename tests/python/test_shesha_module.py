@@ -65,6 +65,7 @@ class Pair(unittest.TestCase):
         self.assertTrue(np.array_equal(joined, g))
         c = self.learner.counters()
         self.assertEqual((c["chunks_applied"], c["chunks_rejected"]), (3, 0))
+        self.assertEqual(c["model_group_chunks_sent"], 0)  # learner.model_delivery: unicast (the default)
         # The handler applied nothing; overwrite the parameters and publish them: they come back exactly.
         self.learner.set_parameters(np.full(10, 0.25, dtype=np.float32))
         self.assertTrue(self.learner.publish())
