@@ -338,6 +338,9 @@ int run(const Options& o) {
         fmt::print("shesha-learner: model_delivery replicated: publishes and rebroadcasts go once to the group {} "
                    "(worker_id 0xFFFFFFFF), for a Shesha switch to fan out; model requests are answered by unicast\n",
                    net::format_endpoint(core.model_group()));
+    if (core.replicated() && bind_ip->s_addr == htonl(INADDR_ANY))
+        fmt::print("shesha-learner: bound to 0.0.0.0: the routing table picks the interface for the group (--bind the "
+                   "address facing the switch to send there without a multicast route)\n");
     if (config.learner.admit_sources.empty() && config.learner.admit_worker_ids.empty())
         fmt::print("shesha-learner: learner.admit_sources and admit_worker_ids are empty: any source may register as a "
                    "worker (each gets at most {} MODEL copies per datagram it sends)\n", config.learner.model_budget);

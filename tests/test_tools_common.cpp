@@ -1,6 +1,10 @@
 // Unit tests for tools/common: the pieces of shesha-gen / shesha-sink that hold logic.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -223,4 +227,45 @@ TEST_CASE("helpers: IPv4 parsing and JSON keys") {
     REQUIRE_FALSE(shesha::net::parse_ipv4("localhost"));
     REQUIRE_FALSE(shesha::net::parse_ipv4("1.2.3.256"));
     REQUIRE(shesha::json::snake_key("bad chunk index/count") == "bad_chunk_index_count");
+}
+
+TEST_CASE("UDP sockets: the multicast sender options are set, and a group is reachable from a bound address") {
+    shesha::net::UdpSocketOptions o;
+    o.bind_addr = shesha::net::parse_ipv4("127.0.0.1");
+    o.multicast_if = o.bind_addr;
+    o.multicast_ttl = 1;
+    o.multicast_loop = false;
+    std::string err;
+    const int fd = shesha::net::open_udp_socket(o, err);
+    REQUIRE(fd >= 0);
+    in_addr ifaddr{};
+    socklen_t len = sizeof ifaddr;
+    REQUIRE(getsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifaddr, &len) == 0);
+    CHECK(ifaddr.s_addr == htonl(0x7f000001));
+    unsigned char byte = 0xFF;
+    len = sizeof byte;
+    REQUIRE(getsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &byte, &len) == 0);
+    CHECK(byte == 1);
+    byte = 0xFF;
+    len = sizeof byte;
+    REQUIRE(getsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &byte, &len) == 0);
+    CHECK(byte == 0);
+    // The interface of 127.0.0.1 carries the group datagram; no multicast route is involved.
+    sockaddr_in group{};
+    group.sin_family = AF_INET;
+    group.sin_port = htons(17717);
+    group.sin_addr.s_addr = htonl(0xEF4D0001);  // 239.77.0.1
+    const char payload[8] = {};
+    CHECK(sendto(fd, payload, sizeof payload, 0, reinterpret_cast<const sockaddr*>(&group), sizeof group) == 8);
+    close(fd);
+
+    // Without them the kernel's defaults stay (loop on).
+    shesha::net::UdpSocketOptions plain;
+    const int fd2 = shesha::net::open_udp_socket(plain, err);
+    REQUIRE(fd2 >= 0);
+    byte = 0;
+    len = sizeof byte;
+    REQUIRE(getsockopt(fd2, IPPROTO_IP, IP_MULTICAST_LOOP, &byte, &len) == 0);
+    CHECK(byte == 1);
+    close(fd2);
 }
