@@ -80,4 +80,60 @@ inline std::vector<std::uint8_t> gradient_frame(std::uint8_t worker_host, const 
                      gradient_payload(gradient_header(cluster, chunk, worker_host, n)));
 }
 
+// ---- MODEL replication (tests/test_replication.cpp, tests/dpdk/test_switch_ring.cpp) ----
+
+inline constexpr std::uint16_t kModelCluster = 7;
+inline constexpr std::uint8_t kLearnerHost = 9;
+inline constexpr std::uint32_t kGroup = (239u << 24) | (77u << 16) | 7u;  // 239.77.0.7
+inline const frame::MacAddr kGroupMac{0x01, 0x00, 0x5e, 0x4d, 0x00, 0x07};
+inline constexpr std::uint16_t kChunkElems = 256;
+
+inline std::uint16_t worker_port(std::uint8_t host) { return static_cast<std::uint16_t>(kWorkerPort + host); }
+
+// A Shesha message from (mac, ip, udp port) to (dst mac, dst ip, Shesha port).
+inline std::vector<std::uint8_t> shesha_frame(const frame::MacAddr& src, std::uint32_t sip, std::uint16_t sport,
+                                       const frame::MacAddr& dst, std::uint32_t dip, const proto::Header& h,
+                                       const std::vector<std::uint8_t>& body) {
+    std::vector<std::uint8_t> payload(proto::kHeaderSize + body.size());
+    REQUIRE(proto::encode(h, body, payload) == payload.size());
+    std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
+    std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
+    frame::Endpoints ep;
+    ep.src_mac = src;
+    ep.dst_mac = dst;
+    ep.src_ip = sip;
+    ep.dst_ip = dip;
+    ep.src_port = sport;
+    ep.dst_port = proto::kDefaultUdpPort;
+    REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
+    return f;
+}
+
+// A worker's model request: a MODEL without elements, to the learner.
+inline std::vector<std::uint8_t> model_request(std::uint8_t host, std::uint16_t cluster = kModelCluster) {
+    proto::Header h;
+    h.type = proto::MsgType::Model;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster;
+    h.worker_id = 100u + host;
+    return shesha_frame(mac(host), host_ip(host), worker_port(host), mac(kLearnerHost), host_ip(kLearnerHost), h, {});
+}
+
+// One MODEL chunk (version 3, chunk 1 of 2) sent to the group, from `host` (the learner unless forged).
+inline std::vector<std::uint8_t> group_model(std::uint8_t host = kLearnerHost, std::uint16_t cluster = kModelCluster) {
+    proto::Header h;
+    h.type = proto::MsgType::Model;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster;
+    h.worker_id = 0xFFFFFFFFu;
+    h.model_version = 3;
+    h.seq = 11;
+    h.chunk_index = 1;
+    h.chunk_count = 2;
+    h.elem_count = kChunkElems;
+    std::vector<std::uint8_t> body(kChunkElems * 4);
+    for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    return shesha_frame(mac(host), host_ip(host), proto::kDefaultUdpPort, kGroupMac, kGroup, h, body);
+}
+
 }  // namespace shesha::testing

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "classify.h"
 #include "cluster_policy.h"
@@ -53,6 +54,13 @@ public:
             break;
         }
         return a;
+    }
+
+    // Whether the cluster policy counts a source as a member of its cluster (merging or not).
+    bool is_member(const PacketMeta& meta, const std::uint8_t* src_mac) const noexcept {
+        Mac mac;
+        std::memcpy(mac.data(), src_mac, mac.size());
+        return policy_.is_member(meta.cluster_id, mac, meta.src_ip);
     }
 
 private:

@@ -21,6 +21,8 @@ enum class PacketClass : std::uint8_t {
     MultiSegment,  // forwarded without looking past the Ethernet header
     Gradient,      // valid fp32 GRADIENT: candidate for merging
     Malformed,     // bad IPv4/UDP headers or a Shesha message that failed to decode
+    Model,         // a valid MODEL (a chunk, or a request without elements): forwarded like Plain
+                   // unless MODEL replication is configured (replication.h)
 };
 
 struct PacketMeta {
@@ -114,6 +116,8 @@ template <class Io>
     if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
         meta.cls = PacketClass::Gradient;
         ++tally.gradient_f32;
+    } else if (msg.hdr.type == proto::MsgType::Model) {
+        meta.cls = PacketClass::Model;
     } else {
         meta.cls = PacketClass::Plain;
     }

@@ -25,6 +25,16 @@ ClusterPolicy::ClusterPolicy(std::span<const ClusterRule> rules, NonMemberAction
     }
 }
 
+bool ClusterPolicy::is_member(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip) const noexcept {
+    const auto it = std::lower_bound(rules_.begin(), rules_.end(), cluster_id,
+                                     [](const ClusterRule& r, std::uint16_t id) { return r.cluster_id < id; });
+    if (it == rules_.end() || it->cluster_id != cluster_id) return false;
+    return std::binary_search(it->allowed_macs.begin(), it->allowed_macs.end(), src_mac) ||
+           std::binary_search(it->allowed_ips.begin(), it->allowed_ips.end(), src_ip) ||
+           (!it->allowed_bindings.empty() &&
+            std::binary_search(it->allowed_bindings.begin(), it->allowed_bindings.end(), MacIp{src_mac, src_ip}));
+}
+
 MergeVerdict ClusterPolicy::check(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip,
                                   std::uint32_t& tolerance) const noexcept {
     const auto it = std::lower_bound(rules_.begin(), rules_.end(), cluster_id,

@@ -47,6 +47,8 @@ public:
     ClusterPolicy() = default;
     ClusterPolicy(std::span<const ClusterRule> rules, NonMemberAction non_member);
     // Decides for one GRADIENT; fills tolerance when the verdict is Merge.
+    // Whether (src_mac, src_ip) is on the cluster's allow-list, whatever its aggregation setting.
+    bool is_member(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip) const noexcept;
     MergeVerdict check(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip,
                        std::uint32_t& tolerance) const noexcept;
     NonMemberAction non_member_action() const noexcept { return non_member_; }

@@ -76,6 +76,15 @@ enum class SwitchCounter : std::uint8_t {
     FeedbackSuppressed,      // rate limited by FeedbackLimiter
     FeedbackFailed,          // no buffer, or the NIC refused it
     CloneFailed,             // flood copies that could not be allocated
+    // egress owner: MODEL replication (replication.h)
+    ModelReplicated,         // MODEL frames to a group, replicated to its members
+    ModelCopies,             // copies sent on (one per member with a known port)
+    ModelNotMember,          // MODEL to a group not from its learner or cluster: dropped
+    ModelMemberPortUnknown,  // a member the FDB does not know: no copy (never flooded)
+    ModelJoined,             // model requests that joined (or updated) a group member
+    ModelJoinRefused,        // model requests of non-members, or not to the group's learner
+    ModelMembersFull,        // joins refused: the group has max_members members
+    ModelCopyFailed,         // copies that could not be allocated
     EgressRounds,
     EgressIdleRounds,
     Count
@@ -138,6 +147,14 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"feedback", "suppressed"},
     {"feedback", "failed"},
     {"internal", "clone_failed"},
+    {"replication", "model_replicated"},
+    {"replication", "model_copies"},
+    {"replication", "model_not_member"},
+    {"replication", "model_member_port_unknown"},
+    {"replication", "model_joined"},
+    {"replication", "model_join_refused"},
+    {"replication", "model_members_full"},
+    {"replication", "model_copy_failed"},
     {"internal", "egress_rounds"},
     {"internal", "egress_idle_rounds"},
 }};

@@ -43,6 +43,13 @@ public:
         for (std::uint32_t i = 0; i < n; ++i) free(f[i]);
     }
     MemoryFrame* copy(MemoryFrame* f) noexcept { return make(f->bytes); }
+    // Heap frames share nothing: a replica is a whole copy whose header is its first bytes.
+    MemoryFrame* replicate(MemoryFrame* f, std::uint32_t header_len, std::uint8_t** header) noexcept {
+        if (header_len == 0 || header_len >= f->bytes.size()) return nullptr;
+        MemoryFrame* c = make(f->bytes);
+        if (c != nullptr) *header = c->bytes.data();
+        return c;
+    }
     MemoryFrame* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
         MemoryFrame* f = make(std::vector<std::uint8_t>(len));
         if (f != nullptr) *bytes = f->bytes.data();

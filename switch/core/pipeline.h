@@ -11,6 +11,7 @@
 //   4. the egress queue (egress_queue.h): frames over the port's MTU refused; staged or entered at
 //      once into the port's AggregatingQueue (merge, tail drop, CE mark), mark fraction kept;
 //   5. FEEDBACK (feedback.h): rate-limited, for every marked GRADIENT;
+//      and, for MODEL frames when configured, replication (replication.h): one copy per member;
 //   6. the TX batch (tx_batch.h): each queue drained through its token bucket to the transmitter.
 // This file composes them. There is one forwarding path, forward_packet(): receive_burst() runs it
 // on a burst it classifies, forward_classified() on frames classified elsewhere (an RX lcore), and
@@ -29,6 +30,9 @@
 //     static void prefetch(Handle);
 //     void free_bulk(Handle*, std::uint32_t n);
 //     Handle copy(Handle);                                  // private copy for a flood, or null
+//     Handle replicate(Handle, std::uint32_t header_len, std::uint8_t** header);
+//                          // a copy whose first header_len bytes are its own (written through
+//                          // *header) and whose payload may be shared with the original, or null
 //     Handle alloc(std::uint32_t len, std::uint8_t** bytes);  // a new frame to fill, or null
 //     bool send_now(std::uint16_t port, Handle);            // FEEDBACK out of a port, bypassing queues
 //     void free(Handle);
@@ -62,6 +66,7 @@
 #include "feedback.h"
 #include "l2.h"
 #include "port.h"
+#include "replication.h"
 #include "switch_config.h"
 #include "tx_batch.h"
 
@@ -89,6 +94,7 @@ public:
           burst_(std::clamp<std::uint32_t>(cfg.burst, 1, kMaxBurst)),
           l2_(cfg_, ticks_per_second_),
           admission_(cfg_),
+          replication_(cfg_),
           feedback_(us_to_ticks(cfg.feedback_interval_us, ticks_per_second_), cfg.udp_port),
           to_free_(io, burst_ + 1) {
         for (const auto& pc : cfg_.ports) ports_.push_back(std::make_unique<Port>(cfg_, pc, ticks_per_second_, burst_, options.poll_mode));
@@ -275,6 +281,8 @@ private:
                     io_.free(m);
                     return;
                 }
+            } else if (meta.cls == PacketClass::Model) {
+                if (replication_.enabled() && model_replicated_here(m, meta, now, pass)) return;
             } else if (meta.cls == PacketClass::Malformed && cfg_.malformed == MalformedAction::Drop) {
                 egress_.add(SwitchCounter::MalformedDropped);
                 io_.free(m);
@@ -329,7 +337,7 @@ private:
         }
         // Only well-formed frames that cannot merge bypass (a GRADIENT waits for a merge partner);
         // once one frame is staged, nothing behind it may overtake it to the transmitter.
-        if (meta.cls == PacketClass::Plain && cursor.n_tx < cursor.bypass_limit) {
+        if ((meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model) && cursor.n_tx < cursor.bypass_limit) {
             cursor.tx[cursor.n_tx] = m;
             cursor.tx_len[cursor.n_tx] = len;
             cursor.tx_contrib[cursor.n_tx] = meta.contributions;
@@ -361,6 +369,53 @@ private:
                               port.bucket.rate_bps()};
             feedback_.send(io_, meta, a.frame, at, ports_[meta.in_port]->mac, now, egress_);
         }
+    }
+
+    // Stage 4 for MODEL frames when replication is configured (replication.h): a model request
+    // joins its worker and travels on (false); a MODEL to a configured group is replicated to the
+    // group's members, or dropped when forged (true: consumed here).
+    bool model_replicated_here(Handle m, const PacketMeta& meta, std::uint64_t now, Pass& pass) noexcept {
+        if (meta.elem_count == 0) {
+            if (ReplicationGroup* g = replication_.group_of_cluster(meta.cluster_id))
+                replication_.join(*g, meta, Io::data(m), admission_.is_member(meta, Io::data(m) + 6), egress_);
+            return false;
+        }
+        ReplicationGroup* g = replication_.group_at(meta.dst_ip);
+        if (g == nullptr) return false;
+        pass.cursor.close();
+        if (!ReplicationStage::admit(*g, meta)) {
+            egress_.add(SwitchCounter::ModelNotMember);
+            io_.free(m);
+            return true;
+        }
+        egress_.add(SwitchCounter::ModelReplicated);
+        const std::uint32_t header_len = replica_header_len(meta);
+        StageCursor<Handle> cursor(false);
+        for (const GroupMember& member : g->members) {
+            const std::uint16_t out = l2_.lookup(member.mac_key, now);
+            if (out == kNoPort) {
+                egress_.add(SwitchCounter::ModelMemberPortUnknown);
+                continue;
+            }
+            if (out == meta.in_port) {  // never back out of the learner's own port
+                ports_[meta.in_port]->tx.add(PortCounter::Filtered);
+                continue;
+            }
+            std::uint8_t* header = nullptr;
+            const Handle copy = io_.replicate(m, header_len, &header);
+            if (!copy) [[unlikely]] {
+                egress_.add(SwitchCounter::ModelCopyFailed);
+                continue;
+            }
+            ReplicationStage::rewrite(header, meta, member);
+            PacketMeta copy_meta = meta;
+            copy_meta.dst_ip = member.ip;
+            egress_.add(SwitchCounter::ModelCopies);
+            enqueue_to(out, copy, copy_meta, Admission{}, now, cursor);
+        }
+        cursor.close();
+        io_.free(m);
+        return true;
     }
 
     // A flood to more than one other port: a private copy for every other port but the last, which
@@ -422,6 +477,7 @@ private:
     bool two_ports_ = false;  // a flood is then the original to the other port, never a copy
     L2Stage l2_;
     AdmissionStage admission_;
+    ReplicationStage replication_;
     FeedbackStage feedback_;
     SwitchCounters egress_;  // the forwarding thread's entries
     // Per forwarding pass: the ports with staged arrivals, flood counts per ingress port, and the

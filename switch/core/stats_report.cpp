@@ -70,6 +70,7 @@ Fields frame_fields(const SwitchSnapshot& s) {
 }
 Fields feedback_fields(const SwitchSnapshot& s) { return section_fields(s, "feedback"); }
 Fields internal_fields(const SwitchSnapshot& s) { return section_fields(s, "internal"); }
+Fields replication_fields(const SwitchSnapshot& s) { return section_fields(s, "replication"); }
 
 Fields fdb_fields(const SwitchSnapshot& s) {
     return {{"size", s.fdb_size, Kind::Gauge}, {"capacity", s.fdb_capacity, Kind::Gauge}, {"learned", s.fdb.learned},
@@ -179,7 +180,7 @@ std::string format_summary(const SwitchSnapshot& s) {
                            fmt::format("{}/{}", p.queue_depth, p.queue.depth_max), p.queue.bytes_saved, p.queue.marked,
                            p.mean_depth, p.mean_sojourn_us, p.max_sojourn_us, p.merge_ratio * 100.0);
     // The switch table, section by section, in table order (zero entries left out).
-    for (std::string_view section : {"malformed", "gradients", "feedback", "internal"}) {
+    for (std::string_view section : {"malformed", "gradients", "feedback", "replication", "internal"}) {
         std::string line;
         for (std::size_t i = 0; i < SwitchCounters::kSize; ++i) {
             const auto& n = kSwitchCounterNames[i];
@@ -239,6 +240,7 @@ std::string stats_to_json(const SwitchSnapshot& s, const SwitchConfig& cfg) {
     j["gradients"] = json_object(gradient_fields(s));
     j["feedback"] = json_object(feedback_fields(s));
     j["fdb"] = json_object(fdb_fields(s));
+    j["replication"] = json_object(replication_fields(s));
     j["internal"] = json_object(internal_fields(s));
     // One line per port and per section, as before.
     return json::rows(j);
@@ -349,6 +351,7 @@ std::string stats_to_prometheus(const SwitchSnapshot& s, const SwitchConfig& cfg
     prom_section(w, "gradients", "gradients", gradient_fields(s), sw_label);
     prom_section(w, "feedback", "feedback", feedback_fields(s), sw_label);
     prom_section(w, "fdb", "fdb", fdb_fields(s), sw_label);
+    prom_section(w, "replication", "replication", replication_fields(s), sw_label);
     prom_section(w, "internal", "internal", internal_fields(s), sw_label);
     return w.str();
 }

@@ -41,6 +41,7 @@ Fields gradient_fields(const SwitchSnapshot& s);
 Fields frame_fields(const SwitchSnapshot& s);
 Fields feedback_fields(const SwitchSnapshot& s);
 Fields internal_fields(const SwitchSnapshot& s);
+Fields replication_fields(const SwitchSnapshot& s);
 Fields fdb_fields(const SwitchSnapshot& s);
 // Telemetry has no floating point values in DPDK 22.11: derived values as scaled integers.
 Fields queue_derived_integer_fields(const PortSnapshot& p);

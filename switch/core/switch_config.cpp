@@ -208,7 +208,7 @@ bool usable_mac(const Mac& m) {
 
 ClusterConfig read_cluster(const Reader& r, const Value& v) {
     ClusterConfig c;
-    const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "weight", "members"});
+    const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"});
     c.id = static_cast<std::uint16_t>(r.uint(map.require("id"), 0, 65535));
     if (auto x = map.get("aggregation")) c.aggregation = r.boolean(*x);
     if (auto x = map.get("weight")) c.weight = static_cast<std::uint32_t>(r.uint(*x, 1, 1000));
@@ -246,6 +246,25 @@ ClusterConfig read_cluster(const Reader& r, const Value& v) {
         }
         if (auto [it, inserted] = seen.emplace(canonical, m.path); !inserted)
             r.fail(m, fmt::format("duplicate member {} (already listed as {})", canonical, it->second));
+    }
+    if (auto x = map.get("model_replication")) {
+        const MapView rep = r.map(*x, {"group", "learner", "max_members"});
+        ModelReplicationConfig mr;
+        const Value group = rep.require("group");
+        const auto g = group.node.IsScalar() ? parse_ipv4(std::string(trim(group.node.Scalar()))) : std::nullopt;
+        if (!g || (*g >> 28) != 0xE)
+            r.fail(group, fmt::format("expected an IPv4 multicast group (224.0.0.0/4) like 239.77.0.1, got {}", describe(group.node)));
+        mr.group = *g;
+        const Value learner = rep.require("learner");
+        const auto l = learner.node.IsScalar() ? parse_ipv4(std::string(trim(learner.node.Scalar()))) : std::nullopt;
+        if (!l || !unicast_ipv4(*l))
+            r.fail(learner, fmt::format("expected the learner's unicast IPv4 address like 10.0.0.9, got {}", describe(learner.node)));
+        mr.learner = *l;
+        if (auto y = rep.get("max_members")) mr.max_members = static_cast<std::uint32_t>(r.uint(*y, 1, 4096));
+        // Only members join the group, so a cluster without members would replicate to nobody.
+        if (c.member_macs.empty() && c.member_ips.empty() && c.member_bindings.empty())
+            r.fail(*x, "the cluster has no members: list its workers in members (only members join the group)");
+        c.model_replication = mr;
     }
     return c;
 }
@@ -369,8 +388,15 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                 ClusterConfig cluster = read_cluster(r, c);
                 for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
                     if (cfg.clusters[j].id == cluster.id)
-                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members"}).require("id"),
+                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"}).require("id"),
                                fmt::format("duplicate cluster id {} (first used by {}[{}])", cluster.id, y->path, j));
+                if (cluster.model_replication)
+                    for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
+                        if (cfg.clusters[j].model_replication && cfg.clusters[j].model_replication->group == cluster.model_replication->group)
+                            r.fail(r.map(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"})
+                                             .require("model_replication"), {"group", "learner", "max_members"}).require("group"),
+                                   fmt::format("group {} is already {}[{}]'s (one group per cluster)",
+                                               format_ipv4(cluster.model_replication->group), y->path, j));
                 cfg.clusters.push_back(std::move(cluster));
             }
         }
@@ -589,6 +615,13 @@ std::string to_yaml(const SwitchConfig& cfg) {
         for (std::uint32_t ip : c.member_ips) out << YAML::DoubleQuoted << format_ipv4(ip);
         for (const MacIp& b : c.member_bindings) out << YAML::DoubleQuoted << (format_mac(b.mac) + "@" + format_ipv4(b.ip));
         out << YAML::EndSeq;
+        if (c.model_replication) {
+            out << YAML::Key << "model_replication" << YAML::Value << YAML::BeginMap;
+            out << YAML::Key << "group" << YAML::Value << format_ipv4(c.model_replication->group);
+            out << YAML::Key << "learner" << YAML::Value << format_ipv4(c.model_replication->learner);
+            out << YAML::Key << "max_members" << YAML::Value << c.model_replication->max_members;
+            out << YAML::EndMap;
+        }
         out << YAML::EndMap;
     }
     out << YAML::EndSeq << YAML::EndMap;

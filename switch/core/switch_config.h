@@ -63,6 +63,17 @@ struct StaticFdbEntry {
     bool operator==(const StaticFdbEntry&) const = default;
 };
 
+// In-network MODEL replication for one cluster (docs/switch.md, "Model replication"): its learner
+// sends each MODEL chunk once, to `group`; the switch delivers a copy to every member worker that
+// joined (by a model request), rewriting each copy's destination.
+struct ModelReplicationConfig {
+    std::uint32_t group = 0;          // IPv4 multicast group (224.0.0.0/4), host byte order
+    std::uint32_t learner = 0;        // the only source allowed to send to it (unicast IPv4)
+    std::uint32_t max_members = 64;   // joined workers kept (1..4096): the most copies per frame
+
+    bool operator==(const ModelReplicationConfig&) const = default;
+};
+
 struct ClusterConfig {
     std::uint16_t id = 0;
     bool aggregation = true;
@@ -71,6 +82,7 @@ struct ClusterConfig {
     std::vector<std::uint32_t> member_ips;  // host byte order
     std::vector<MacIp> member_bindings;     // "MAC@IP": both must match
     std::uint32_t weight = 1;               // share of a port's packets under DRR scheduling (1..1000)
+    std::optional<ModelReplicationConfig> model_replication;
 
     bool operator==(const ClusterConfig&) const = default;
 };

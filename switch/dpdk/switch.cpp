@@ -42,6 +42,27 @@ rte_mbuf* MbufIo::alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
     return m;
 }
 
+rte_mbuf* MbufIo::replicate(rte_mbuf* m, std::uint32_t header_len, std::uint8_t** header) noexcept {
+    if (unlikely(header_len == 0 || header_len >= rte_pktmbuf_data_len(m))) return nullptr;
+    rte_mbuf* head = rte_pktmbuf_alloc(pool);
+    if (unlikely(head == nullptr)) return nullptr;
+    rte_mbuf* payload = rte_pktmbuf_clone(m, pool);  // indirect: shares m's data, m's refcnt + 1
+    if (unlikely(payload == nullptr)) {
+        rte_pktmbuf_free(head);
+        return nullptr;
+    }
+    rte_pktmbuf_adj(payload, static_cast<std::uint16_t>(header_len));
+    auto* bytes = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(head, static_cast<std::uint16_t>(header_len)));
+    if (unlikely(bytes == nullptr || rte_pktmbuf_chain(head, payload) != 0)) {
+        rte_pktmbuf_free(payload);
+        rte_pktmbuf_free(head);
+        return nullptr;
+    }
+    std::memcpy(bytes, rte_pktmbuf_mtod(m, const std::uint8_t*), header_len);
+    *header = bytes;
+    return head;
+}
+
 // What the adapter keeps per port besides the pipeline's state.
 struct Switch::PortState {
     std::uint16_t port_id;

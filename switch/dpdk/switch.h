@@ -47,6 +47,10 @@ struct MbufIo {
     void free_bulk(rte_mbuf** m, std::uint32_t n) noexcept { rte_pktmbuf_free_bulk(m, n); }
     rte_mbuf* copy(rte_mbuf* m) noexcept { return rte_pktmbuf_copy(m, pool, 0, UINT32_MAX); }
     rte_mbuf* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept;
+    // A MODEL copy as DPDK's ipv4_multicast example makes one: a new mbuf with a private copy of
+    // the first header_len bytes, chained to an indirect mbuf that shares m's payload (no payload
+    // copy per member). m stays the caller's to free.
+    rte_mbuf* replicate(rte_mbuf* m, std::uint32_t header_len, std::uint8_t** header) noexcept;
     bool send_now(std::uint16_t port, rte_mbuf* m) noexcept { return rte_eth_tx_burst(port_ids[port], 0, &m, 1) == 1; }
     void free(rte_mbuf* m) noexcept { rte_pktmbuf_free(m); }
     std::uint16_t tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept {

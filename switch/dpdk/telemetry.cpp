@@ -23,6 +23,7 @@ using core::malformed_fields;
 using core::port_fields;
 using core::queue_derived_integer_fields;
 using core::queue_fields;
+using core::replication_fields;
 using core::share_fields;
 
 namespace {
@@ -86,6 +87,15 @@ int tel_fdb(const char*, const char*, rte_tel_data* d) {
     return 0;
 }
 
+int tel_replication(const char*, const char*, rte_tel_data* d) {
+    std::lock_guard lock(g_tel_mutex);
+    rte_tel_data_start_dict(d);
+    if (g_tel_switch == nullptr) return 0;
+    const SwitchSnapshot s = g_tel_switch->snapshot(rte_rdtsc());
+    add_fields(d, replication_fields(s));
+    return 0;
+}
+
 int tel_config(const char*, const char*, rte_tel_data* d) {
     std::lock_guard lock(g_tel_mutex);
     rte_tel_data_start_dict(d);
@@ -135,6 +145,8 @@ bool register_telemetry(Switch* sw) {
     ok &= rte_telemetry_register_cmd("/shesha/malformed", tel_malformed,
                                      "Malformed frames per reason and gradient policy counters. No parameters") == 0;
     ok &= rte_telemetry_register_cmd("/shesha/fdb", tel_fdb, "FDB size and counters, feedback counters. No parameters") == 0;
+    ok &= rte_telemetry_register_cmd("/shesha/replication", tel_replication,
+                                     "MODEL replication: frames replicated, copies, refusals, joins. No parameters") == 0;
     ok &= rte_telemetry_register_cmd("/shesha/config", tel_config, "Effective switch configuration. No parameters") == 0;
     return ok;
 }

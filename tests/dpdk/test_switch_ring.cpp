@@ -833,3 +833,65 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[dpdk]") {
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
 }
+
+TEST_CASE("MODEL replication: one copy per member, its payload shared by indirect mbufs, none leaked", "[dpdk]") {
+    // p0 the learner (host 9), p1..p4 members 1..4, p5 host 5 (not a member).
+    Rig rig(6);
+    core::SwitchConfig cfg = rig.config();
+    cfg.clusters[0].model_replication = core::ModelReplicationConfig{kGroup, host_ip(kLearnerHost), 64};
+    rig.start(cfg);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        for (std::uint8_t w = 1; w <= 4; ++w) rig.inject(w, model_request(w));
+        rig.inject(5, model_request(5));  // not a member: refused, still forwarded
+        run_round(s, now);
+        for (std::size_t p = 0; p < 6; ++p) Rig::free_all(rig.take(p));
+        rig.inject(0, l2_frame(mac(kLearnerHost), mac(1), 0x55));
+        run_round(s, ++now);
+        for (std::size_t p = 0; p < 6; ++p) Rig::free_all(rig.take(p));
+
+        const auto original = group_model();
+        const unsigned in_use_before = rte_mempool_in_use_count(g_pool);
+        rig.inject(0, original);
+        run_round(s, ++now);
+        CHECK(rig.take(0).empty());
+        CHECK(rig.take(5).empty());
+        for (std::uint8_t w = 1; w <= 4; ++w) {
+            INFO("worker " << int(w));
+            const auto out = rig.take(w);
+            REQUIRE(out.size() == 1);
+            rte_mbuf* copy = out[0];
+            // A private header, chained to an indirect mbuf on the original's data.
+            CHECK(copy->nb_segs == 2);
+            CHECK(rte_pktmbuf_data_len(copy) == frame::kUdpPayloadOffset + proto::kHeaderSize);
+            REQUIRE(copy->next != nullptr);
+            CHECK(RTE_MBUF_CLONED(copy->next));
+            REQUIRE(rte_pktmbuf_pkt_len(copy) == original.size());
+            std::vector<std::uint8_t> bytes(original.size());
+            REQUIRE(rte_pktmbuf_read(copy, 0, static_cast<std::uint32_t>(bytes.size()), bytes.data()) != nullptr);
+            CHECK(std::equal(bytes.begin(), bytes.begin() + 6, mac(w).begin()));
+            const std::uint8_t* ip = bytes.data() + frame::kEthHeaderSize;
+            CHECK(be::load32(ip + 16) == host_ip(w));
+            CHECK(be::load16(ip + 10) == frame::ipv4_header_checksum(ip, 20));
+            CHECK(be::load16(ip + 20 + 2) == worker_port(w));
+            CHECK(be::load32(bytes.data() + frame::kUdpPayloadOffset + proto::off::kWorkerId) == 100u + w);
+            const std::size_t body = frame::kUdpPayloadOffset + proto::kHeaderSize;
+            CHECK(std::equal(bytes.begin() + static_cast<long>(body), bytes.end(), original.begin() + static_cast<long>(body)));
+            Rig::free_all(out);
+        }
+        // The original's data went back with the last copy: the pool holds what it held before.
+        CHECK(rte_mempool_in_use_count(g_pool) == in_use_before);
+
+        const auto st = snap(s, now);
+        CHECK(st[core::SwitchCounter::ModelJoined] == 4);
+        CHECK(st[core::SwitchCounter::ModelJoinRefused] == 1);
+        CHECK(st[core::SwitchCounter::ModelReplicated] == 1);
+        CHECK(st[core::SwitchCounter::ModelCopies] == 4);
+        // The counters reach the stats JSON and the Prometheus text.
+        const std::string json = sw::stats_to_json(st, cfg);
+        CHECK_THAT(json, Catch::Contains("\"replication\": {\"model_replicated\": 1, \"model_copies\": 4,"));
+        CHECK_THAT(sw::stats_to_prometheus(st, cfg, "t"), Catch::Contains("shesha_replication_model_copies_total{switch=\"t\"} 4"));
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
+}

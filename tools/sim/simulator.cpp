@@ -170,6 +170,13 @@ struct SimIo {
         c->len = p->len;
         return c;
     }
+    // A simulated replica costs no memory bandwidth worth modelling: a whole copy.
+    Packet* replicate(Packet* p, std::uint32_t header_len, std::uint8_t** header) noexcept {
+        if (header_len == 0 || header_len >= p->len) return nullptr;
+        Packet* c = copy(p);
+        if (c != nullptr) *header = c->frame;
+        return c;
+    }
     Packet* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
         if (len > pool->frame_capacity()) return nullptr;
         Packet* p = pool->alloc();

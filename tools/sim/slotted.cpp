@@ -62,6 +62,8 @@ struct SlotIo {
         if (p != &feedback) free_list->push_back(p);
     }
     Packet* copy(Packet*) noexcept { return nullptr; }  // nothing floods: the learner's MAC is static
+    // The slotted model sends no MODEL frames: its switch config has no replicated cluster.
+    Packet* replicate(Packet*, std::uint32_t, std::uint8_t**) noexcept { return nullptr; }
     Packet* alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
         if (len > feedback.buf.size()) return nullptr;
         feedback.len = len;

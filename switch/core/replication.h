@@ -1,0 +1,142 @@
+// In-network MODEL replication (docs/switch.md, "Model replication"): the learner of a cluster
+// sends each MODEL chunk once, to its cluster's IPv4 multicast group; the switch delivers one copy
+// to every member worker that joined, each out of the worker's port with the header the worker
+// expects (its MAC, IP, UDP port and worker id), so the learner's link carries one copy instead of
+// one per worker.
+//
+// Contract:
+//   - join(): a model request (a MODEL without elements) from a member of a replicated cluster
+//     (the cluster policy admits its MAC and IP) to the cluster's learner joins that worker, keyed
+//     by its IP and UDP port (a worker that restarts on a new port joins again; one that keeps its
+//     worker id but moved replaces its old entry). At most max_members joins are kept; the rest
+//     are counted (model_members_full). A non-member's request is counted (model_join_refused).
+//     Either way the request travels on to the learner as before.
+//   - admit(): a MODEL to a configured group is replicated only if it comes from the cluster's
+//     learner (source IP) and carries the group's cluster id; anything else is counted
+//     (model_not_member) and dropped.
+//   - rewrite(): the header of one copy: destination MAC, IPv4 destination and header checksum,
+//     UDP destination port (UDP checksum cleared, allowed over IPv4), Shesha worker_id.
+//   The ports come from the FDB when a copy is made: a member whose MAC the FDB does not know (it
+//   left, or aged out) is counted (model_member_port_unknown), never flooded. Loss recovery stays
+//   unicast: a worker that misses chunks asks, and the learner answers it alone.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "big_endian.h"
+#include "classify.h"
+#include "counters.h"
+#include "fdb.h"
+#include "frame.h"
+#include "protocol.h"
+#include "switch_config.h"
+
+namespace shesha::core {
+
+struct GroupMember {
+    Mac mac{};
+    MacKey mac_key = 0;
+    std::uint32_t ip = 0;         // host byte order
+    std::uint16_t udp_port = 0;
+    std::uint32_t worker_id = 0;
+};
+
+struct ReplicationGroup {
+    std::uint16_t cluster_id = 0;
+    std::uint32_t group = 0;    // multicast IPv4, host byte order
+    std::uint32_t learner = 0;  // the only source allowed to send to the group
+    std::uint32_t max_members = 0;
+    std::vector<GroupMember> members;
+};
+
+// The bytes of a frame up to the end of its Shesha header: what each copy gets of its own.
+inline std::uint32_t replica_header_len(const PacketMeta& meta) noexcept {
+    return static_cast<std::uint32_t>(meta.shesha_offset) + static_cast<std::uint32_t>(proto::kHeaderSize);
+}
+
+class ReplicationStage {
+public:
+    explicit ReplicationStage(const SwitchConfig& cfg) {
+        for (const ClusterConfig& c : cfg.clusters)
+            if (c.model_replication) {
+                ReplicationGroup g;
+                g.cluster_id = c.id;
+                g.group = c.model_replication->group;
+                g.learner = c.model_replication->learner;
+                g.max_members = c.model_replication->max_members;
+                g.members.reserve(g.max_members);
+                groups_.push_back(std::move(g));
+            }
+    }
+
+    bool enabled() const noexcept { return !groups_.empty(); }
+
+    // The group a MODEL is addressed to, or null (not a configured group: forwarded as before).
+    ReplicationGroup* group_at(std::uint32_t dst_ip) noexcept {
+        for (ReplicationGroup& g : groups_)
+            if (g.group == dst_ip) return &g;
+        return nullptr;
+    }
+    ReplicationGroup* group_of_cluster(std::uint16_t cluster_id) noexcept {
+        for (ReplicationGroup& g : groups_)
+            if (g.cluster_id == cluster_id) return &g;
+        return nullptr;
+    }
+
+    // A model request of `frame` (classified as meta); `member`: the cluster policy admits its
+    // source MAC and IP.
+    void join(ReplicationGroup& g, const PacketMeta& meta, const std::uint8_t* frame, bool member,
+              SwitchCounters& counters) noexcept {
+        if (!member || meta.dst_ip != g.learner) {
+            counters.add(SwitchCounter::ModelJoinRefused);
+            return;
+        }
+        GroupMember m;
+        std::memcpy(m.mac.data(), frame + 6, m.mac.size());
+        m.mac_key = mac_key(frame + 6);
+        m.ip = meta.src_ip;
+        m.udp_port = be::load16(frame + meta.l4_offset);
+        m.worker_id = be::load32(frame + meta.shesha_offset + proto::off::kWorkerId);
+        for (GroupMember& e : g.members)
+            if ((e.ip == m.ip && e.udp_port == m.udp_port) || e.worker_id == m.worker_id) {
+                if (e.mac_key != m.mac_key || e.ip != m.ip || e.udp_port != m.udp_port || e.worker_id != m.worker_id) {
+                    e = m;
+                    counters.add(SwitchCounter::ModelJoined);
+                }
+                return;
+            }
+        if (g.members.size() >= g.max_members) {
+            counters.add(SwitchCounter::ModelMembersFull);
+            return;
+        }
+        g.members.push_back(m);
+        counters.add(SwitchCounter::ModelJoined);
+    }
+
+    // Whether a MODEL to group g may be replicated: from the group's learner, for its cluster.
+    static bool admit(const ReplicationGroup& g, const PacketMeta& meta) noexcept {
+        return meta.src_ip == g.learner && meta.cluster_id == g.cluster_id;
+    }
+
+    // Rewrites the first replica_header_len(meta) bytes of a copy for member m.
+    static void rewrite(std::uint8_t* header, const PacketMeta& meta, const GroupMember& m) noexcept {
+        std::memcpy(header, m.mac.data(), m.mac.size());
+        std::uint8_t* ip = header + meta.l3_offset;
+        be::store32(ip + 16, m.ip);
+        be::store16(ip + 10, 0);
+        be::store16(ip + 10, frame::ipv4_header_checksum(ip, static_cast<std::size_t>(ip[0] & 0x0F) * 4));
+        std::uint8_t* udp = header + meta.l4_offset;
+        be::store16(udp + 2, m.udp_port);
+        frame::clear_udp_checksum(udp);
+        be::store32(header + meta.shesha_offset + proto::off::kWorkerId, m.worker_id);
+    }
+
+    const std::vector<ReplicationGroup>& groups() const noexcept { return groups_; }
+
+private:
+    std::vector<ReplicationGroup> groups_;
+};
+
+}  // namespace shesha::core

@@ -1,0 +1,259 @@
+// In-network MODEL replication (switch/core/replication.h) on the real pipeline, without DPDK:
+// joins by model request, one copy per member with its own header (MAC, IP and checksum, UDP port,
+// worker id) and the original payload, nothing to non-members or back to the learner, forged and
+// non-member traffic counted and dropped, a full group, a member that moved ports and one that
+// aged out of the FDB, no frame leaked; and the config's errors naming the key.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "big_endian.h"
+#include "forwarding_frames.h"
+#include "frame.h"
+#include "memory_io.h"
+#include "pipeline.h"
+#include "protocol.h"
+#include "switch_config.h"
+
+using namespace shesha;
+using namespace shesha::testing;
+
+namespace {
+
+constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
+// Ports: p0 the learner (host 9), p1..p4 workers 1..4 (members), p5 host 5 (not a member).
+struct Rig {
+    static constexpr std::size_t kPorts = 6;
+
+    static core::SwitchConfig config(std::uint32_t max_members = 64) {
+        core::SwitchConfig cfg;
+        cfg.burst = 32;
+        cfg.mac_aging_s = 2;
+        for (std::size_t i = 0; i < kPorts; ++i) {
+            core::PortConfig p;
+            p.name = fmt::format("p{}", i);
+            p.device = "vector";
+            p.queue_packets = 64;
+            cfg.ports.push_back(p);
+        }
+        core::ClusterConfig c;
+        c.id = kModelCluster;
+        c.member_ips = {host_ip(1), host_ip(2), host_ip(3), host_ip(4)};
+        c.model_replication = core::ModelReplicationConfig{kGroup, host_ip(kLearnerHost), max_members};
+        cfg.clusters.push_back(c);
+        return cfg;
+    }
+
+    explicit Rig(const core::SwitchConfig& cfg) : io(kPorts), pipeline(cfg, kHz, io) {}
+
+    // Frames in on `port`, forwarded and transmitted in one round at `now`.
+    void send(std::size_t port, const std::vector<std::uint8_t>& frame, std::uint64_t now) {
+        core::MemoryFrame* f = io.make(frame);
+        pipeline.receive_burst(rx, static_cast<std::uint16_t>(port), &f, 1, now);
+        pipeline.transmit_all(now);
+        pipeline.housekeeping(now);
+    }
+    // Every port's output since the last call, bytes only (frames freed).
+    std::vector<std::vector<std::vector<std::uint8_t>>> take_all() {
+        std::vector<std::vector<std::vector<std::uint8_t>>> out(kPorts);
+        for (std::size_t p = 0; p < kPorts; ++p)
+            for (core::MemoryFrame* f : io.take(p)) {
+                out[p].push_back(f->bytes);
+                io.free(f);
+            }
+        return out;
+    }
+    std::uint64_t counter(core::SwitchCounter c) const { return pipeline.egress()[c]; }
+
+    core::MemoryIo io;
+    core::SwitchCounters rx;
+    core::Pipeline<core::MemoryIo> pipeline;
+};
+
+// Every member 1..n sends its model request; the learner (p0) sends one frame so it is learned.
+void join_members(Rig& rig, std::uint8_t n, std::uint64_t now) {
+    for (std::uint8_t w = 1; w <= n; ++w) rig.send(w, model_request(w), now);
+    rig.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), now);
+    rig.take_all();
+}
+
+}  // namespace
+
+TEST_CASE("a MODEL to the group reaches every member once, with that member's header", "[replication]") {
+    Rig rig(Rig::config());
+    std::uint64_t now = kHz;
+    for (std::uint8_t w = 1; w <= 4; ++w) rig.send(w, model_request(w), now);
+    // The requests travel on to the learner (flooded: the learner is not learned yet).
+    auto out = rig.take_all();
+    CHECK(out[0].size() == 4);
+    CHECK(rig.counter(core::SwitchCounter::ModelJoined) == 4);
+    rig.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), now);
+    rig.take_all();
+
+    const auto original = group_model();
+    const std::uint64_t sent_before = rig.pipeline.port(1).tx[core::PortCounter::TxPackets];
+    rig.send(0, original, ++now);
+    out = rig.take_all();
+    CHECK(out[0].empty());  // nothing back to the learner's port
+    CHECK(out[5].empty());  // nothing to the non-member
+    for (std::uint8_t w = 1; w <= 4; ++w) {
+        INFO("worker " << int(w));
+        REQUIRE(out[w].size() == 1);
+        const auto& copy = out[w][0];
+        REQUIRE(copy.size() == original.size());
+        CHECK(std::equal(copy.begin(), copy.begin() + 6, mac(w).begin()));         // destination MAC
+        CHECK(std::equal(copy.begin() + 6, copy.begin() + 12, original.begin() + 6));  // source: the learner
+        const std::uint8_t* ip = copy.data() + frame::kEthHeaderSize;
+        CHECK(be::load32(ip + 16) == host_ip(w));
+        CHECK(be::load32(ip + 12) == host_ip(kLearnerHost));
+        CHECK(be::load16(ip + 10) == frame::ipv4_header_checksum(ip, 20));  // a valid IPv4 checksum
+        const std::uint8_t* udp = ip + 20;
+        CHECK(be::load16(udp + 2) == worker_port(w));
+        CHECK(be::load16(udp + 6) == 0);  // no UDP checksum (allowed over IPv4)
+        proto::Message m;
+        REQUIRE(proto::decode({copy.data() + frame::kUdpPayloadOffset, copy.size() - frame::kUdpPayloadOffset}, m) ==
+                proto::DecodeError::Ok);
+        CHECK(m.hdr.worker_id == 100u + w);
+        CHECK(m.hdr.model_version == 3);
+        CHECK(m.hdr.chunk_index == 1);
+        // The payload after the Shesha header is the original's, byte for byte.
+        const std::size_t body = frame::kUdpPayloadOffset + proto::kHeaderSize;
+        CHECK(std::equal(copy.begin() + static_cast<long>(body), copy.end(), original.begin() + static_cast<long>(body)));
+    }
+    CHECK(rig.counter(core::SwitchCounter::ModelReplicated) == 1);
+    CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 4);
+    CHECK(rig.pipeline.port(1).tx[core::PortCounter::TxPackets] == sent_before + 1);
+    CHECK(rig.io.alive == 0);  // the original and every copy freed
+}
+
+TEST_CASE("forged and non-member MODEL traffic is counted, dropped or refused", "[replication]") {
+    Rig rig(Rig::config());
+    std::uint64_t now = kHz;
+    join_members(rig, 4, now);
+
+    // To the group from a host that is not the learner: dropped, no copy anywhere.
+    rig.send(5, group_model(5), ++now);
+    for (const auto& port : rig.take_all()) CHECK(port.empty());
+    CHECK(rig.counter(core::SwitchCounter::ModelNotMember) == 1);
+    // From the learner's address but for another cluster: dropped too.
+    rig.send(0, group_model(kLearnerHost, kModelCluster + 1), ++now);
+    for (const auto& port : rig.take_all()) CHECK(port.empty());
+    CHECK(rig.counter(core::SwitchCounter::ModelNotMember) == 2);
+    CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 0);
+
+    // A non-member's model request does not join, and still reaches the learner.
+    rig.send(5, model_request(5), ++now);
+    auto out = rig.take_all();
+    CHECK(out[0].size() == 1);
+    CHECK(rig.counter(core::SwitchCounter::ModelJoinRefused) == 1);
+    rig.send(0, group_model(), ++now);
+    out = rig.take_all();
+    CHECK(out[5].empty());
+    CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 4);
+    CHECK(rig.io.alive == 0);
+}
+
+TEST_CASE("a full group, a member that moved ports, one that left", "[replication]") {
+    SECTION("max_members bounds the copies of one frame") {
+        Rig rig(Rig::config(3));
+        join_members(rig, 4, kHz);
+        CHECK(rig.counter(core::SwitchCounter::ModelJoined) == 3);
+        CHECK(rig.counter(core::SwitchCounter::ModelMembersFull) == 1);
+        rig.send(0, group_model(), kHz + 1);
+        const auto out = rig.take_all();
+        CHECK(out[1].size() + out[2].size() + out[3].size() + out[4].size() == 3);
+        CHECK(out[4].empty());  // the fourth request found the group full
+        CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 3);
+    }
+    SECTION("the copy follows the member's MAC to its new port") {
+        Rig rig(Rig::config());
+        join_members(rig, 4, kHz);
+        // Worker 2 now sends from p5: the FDB moves it, and so does its copy.
+        rig.send(5, l2_frame(mac(2), mac(kLearnerHost), 0x66), kHz + 1);
+        rig.take_all();
+        rig.send(0, group_model(), kHz + 2);
+        const auto out = rig.take_all();
+        CHECK(out[2].empty());
+        REQUIRE(out[5].size() == 1);
+        CHECK(std::equal(out[5][0].begin(), out[5][0].begin() + 6, mac(2).begin()));
+        CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 4);
+    }
+    SECTION("a member whose MAC aged out of the FDB is counted, not flooded") {
+        Rig rig(Rig::config());
+        join_members(rig, 4, kHz);
+        // Everyone but worker 3 stays active; after the 2 s aging its entry is gone.
+        const std::uint64_t later = 4 * kHz;
+        for (std::uint8_t w : {1, 2, 4}) rig.send(w, l2_frame(mac(w), mac(kLearnerHost), 0x77), later);
+        rig.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), later);
+        rig.pipeline.housekeeping(later + kHz);
+        rig.take_all();
+        rig.send(0, group_model(), later + kHz + 1);
+        const auto out = rig.take_all();
+        CHECK(out[3].empty());
+        CHECK(out[5].empty());
+        CHECK(out[1].size() == 1);
+        CHECK(out[2].size() == 1);
+        CHECK(out[4].size() == 1);
+        CHECK(rig.counter(core::SwitchCounter::ModelMemberPortUnknown) == 1);
+        CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 3);
+    }
+}
+
+TEST_CASE("without replication configured, a MODEL to a multicast group floods as before", "[replication]") {
+    core::SwitchConfig cfg = Rig::config();
+    cfg.clusters[0].model_replication.reset();
+    Rig rig(cfg);
+    join_members(rig, 4, kHz);
+    rig.send(0, group_model(), kHz + 1);
+    const auto out = rig.take_all();
+    for (std::size_t p = 1; p < Rig::kPorts; ++p) CHECK(out[p].size() == 1);
+    CHECK(out[1][0] == group_model());  // unchanged: a flood copy, not a replica
+    CHECK(rig.counter(core::SwitchCounter::ModelReplicated) == 0);
+    CHECK(rig.counter(core::SwitchCounter::ModelJoined) == 0);
+}
+
+TEST_CASE("model_replication config errors name the key", "[replication]") {
+    const std::string ports =
+        "ports:\n"
+        "  - {name: a, device: net_null0}\n"
+        "  - {name: b, device: net_null1}\n"
+        "aggregation:\n"
+        "  clusters:\n";
+    const auto error_of = [&](const std::string& cluster) -> std::string {
+        try {
+            core::parse_switch_config(ports + cluster, "bad.yaml");
+        } catch (const core::ConfigError& e) {
+            return e.what();
+        }
+        FAIL("expected a ConfigError for:\n" << cluster);
+        return {};
+    };
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 10.0.0.7, learner: 10.0.0.9}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication.group") && Catch::Contains("multicast"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 239.0.0.9}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication.learner"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {learner: 10.0.0.9}}\n"),
+               Catch::Contains("group"));
+    CHECK_THAT(error_of("    - {id: 1, members: [], model_replication: {group: 239.1.1.1, learner: 10.0.0.9}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication") && Catch::Contains("no members"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, max_members: 0}}\n"),
+               Catch::Contains("max_members"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, fanout: 2}}\n"),
+               Catch::Contains("fanout"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9}}\n"
+                        "    - {id: 2, members: [10.0.0.2], model_replication: {group: 239.1.1.1, learner: 10.0.0.9}}\n"),
+               Catch::Contains("aggregation.clusters[1].model_replication.group") && Catch::Contains("one group per cluster"));
+    // A good one round-trips through to_yaml.
+    const core::SwitchConfig good = core::parse_switch_config(
+        ports + "    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, max_members: 8}}\n");
+    REQUIRE(good.clusters[0].model_replication);
+    CHECK(good.clusters[0].model_replication->group == ((239u << 24) | (1u << 16) | (1u << 8) | 1u));
+    CHECK(good.clusters[0].model_replication->max_members == 8);
+    CHECK(core::parse_switch_config(core::to_yaml(good)) == good);
+}
