@@ -3,7 +3,8 @@
 // runs, several chunks and versions, ECN-capable so marks set CE), GRADIENTs from a non-member,
 // ARP broadcasts, unknown unicast, bad-magic Shesha, truncated IPv4, non-Shesha UDP. Port l0
 // (learner): CREDIT-like replies to learned workers, and a frame to a station behind l0 itself.
-// Port x0 receives nothing (a third port, so floods copy). Deterministic: no clock, no RNG.
+// Port x0: two more cluster members' model requests (a third port, so floods copy, and MODEL
+// replicas leave by two ports). MODEL chunks to the cluster's group come from the learner (l0). Deterministic: no clock, no RNG.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -68,6 +69,29 @@ std::vector<std::uint8_t> gradient(unsigned w, std::uint16_t chunk, std::uint32_
     return udp(worker_mac(w), kLearnerMac, worker_ip(w), kLearnerIp, proto::kDefaultUdpPort, payload);
 }
 
+// A MODEL: a worker's request (no elements, to the learner) or a chunk of version 7 to the
+// cluster's group 239.77.0.1 (replicated by the switch to the members that asked).
+constexpr std::uint32_t kGroupIp = 0xEF4D0001;  // 239.77.0.1
+const frame::MacAddr kGroupMac{0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
+std::vector<std::uint8_t> model(const frame::MacAddr& src, std::uint32_t sip, const frame::MacAddr& dst, std::uint32_t dip,
+                                std::uint32_t worker, std::uint16_t elems, std::uint16_t chunk) {
+    proto::Header h;
+    h.type = proto::MsgType::Model;
+    h.cluster_id = 1;
+    h.worker_id = worker;
+    h.model_version = 7;
+    h.seq = 3;
+    h.chunk_index = chunk;
+    h.chunk_count = 4;
+    h.elem_count = elems;
+    h.ts_earliest_ns = h.ts_latest_ns = 5000 + chunk;
+    std::vector<std::uint8_t> body(elems * sizeof(float));
+    for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i + chunk);
+    std::vector<std::uint8_t> payload(proto::kHeaderSize + body.size());
+    proto::encode(h, body, payload);
+    return udp(src, dst, sip, dip, proto::kDefaultUdpPort, payload);
+}
+
 std::vector<std::uint8_t> arp(const frame::MacAddr& src, std::uint8_t tag) {
     std::vector<std::uint8_t> f(60, tag);
     std::memcpy(f.data(), kBroadcast.data(), 6);
@@ -93,6 +117,11 @@ int main(int argc, char** argv) {
     // Every worker announces itself first (ARP broadcasts flood to l0 and x0), so the FDB knows it.
     for (unsigned w = 0; w < 32; ++w) w0.put(arp(worker_mac(w), static_cast<std::uint8_t>(w)));
     l0.put(arp(kLearnerMac, 0xEE));
+    // MODEL replication: workers 0-7 (behind w0) and 32-33 (behind x0) join by a model request;
+    // worker 40 is no member and is refused.
+    for (unsigned w = 0; w < 8; ++w) w0.put(model(worker_mac(w), worker_ip(w), kLearnerMac, kLearnerIp, w, 0, 0));
+    for (unsigned w = 32; w < 34; ++w) x0.put(model(worker_mac(w), worker_ip(w), kLearnerMac, kLearnerIp, w, 0, 0));
+    w0.put(model(worker_mac(40), worker_ip(40), kLearnerMac, kLearnerIp, 40, 0, 0));
     std::uint32_t seq = 0;
     for (unsigned round = 0; round < 60; ++round) {
         // 32 frames per burst: every member once per burst (the FEEDBACK limiter is per sender),
@@ -122,6 +151,10 @@ int main(int argc, char** argv) {
         l0.put(udp(kLearnerMac, worker_mac(round % 32), kLearnerIp, worker_ip(round % 32), proto::kDefaultUdpPort,
                    std::vector<std::uint8_t>(64, static_cast<std::uint8_t>(round))));
         if (round % 9 == 0) l0.put(udp(kLearnerMac, kLearnerMac, kLearnerIp, kLearnerIp, 9, {9}));  // filtered
+        // The learner publishes to the group (one copy per joined member); once, worker 5 forges one.
+        if (round % 4 == 0)
+            l0.put(model(kLearnerMac, kLearnerIp, kGroupMac, kGroupIp, 0xFFFFFFFFu, 64, static_cast<std::uint16_t>(round / 4 % 4)));
+        if (round == 30) w0.put(model(worker_mac(5), worker_ip(5), kGroupMac, kGroupIp, 0xFFFFFFFFu, 64, 0));
     }
     pcap_dump_close(w0.d);
     pcap_dump_close(l0.d);

@@ -10,7 +10,7 @@ work=$(mktemp -d /tmp/shesha-trace.XXXXXX)
 trap '[ "${KEEP:-}" ] || rm -rf "$work"' EXIT
 "$make_trace" "$work/w0.pcap" "$work/l0.pcap" "$work/x0.pcap" || { echo "FAIL: make_trace"; exit 1; }
 
-members=$(python3 -c "print(', '.join(f'10.0.0.{i}' for i in range(1, 33)))")
+members=$(python3 -c "print(', '.join(f'10.0.0.{i}' for i in range(1, 35)))")
 cat > "$work/switch.yaml" <<YAML
 eal: ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", "shesha-trace-$$"]
 lcores: 1
@@ -26,7 +26,7 @@ protocol: {udp_port: 17717, malformed: forward}
 aggregation:
   enabled: true
   non_member: forward
-  clusters: [{id: 1, version_tolerance: 0, members: [$members]}]
+  clusters: [{id: 1, version_tolerance: 0, members: [$members], model_replication: {group: 239.77.0.1, learner: 10.0.1.1}}]
 feedback: {enabled: true, interval_us: 1}
 stats: {interval_s: 0, json: "$work/switch.json"}
 telemetry: false
@@ -34,7 +34,7 @@ YAML
 
 "$switch_bin" -c "$work/switch.yaml" --duration 2 --log-level warn > "$work/switch.log" 2>&1 || {
   echo "FAIL: shesha-switch exited $?"; cat "$work/switch.log"; exit 1; }
-"$replay_bin" -c "$work/switch.yaml" --in "w0=$work/w0.pcap" --in "l0=$work/l0.pcap" \
+"$replay_bin" -c "$work/switch.yaml" --in "w0=$work/w0.pcap" --in "l0=$work/l0.pcap" --in "x0=$work/x0.pcap" \
   --out "w0=$work/replay-w0.pcap" --out "l0=$work/replay-l0.pcap" --out "x0=$work/replay-x0.pcap" \
   --stats-json "$work/replay.json" || { echo "FAIL: shesha-replay exited $?"; exit 1; }
 
@@ -79,7 +79,7 @@ for i, port in enumerate(rp["ports"]):
         elif k != "name":
             compared += 1
             check(sp[k] == v, f"{port['name']}.{k}: switch {sp[k]}, replay {v}")
-for section in ("frames", "malformed", "gradients", "feedback", "fdb"):  # not "internal": round counts differ
+for section in ("frames", "malformed", "gradients", "feedback", "fdb", "replication"):  # not "internal": round counts differ
     for k, v in rp[section].items():
         compared += 1
         check(sw[section][k] == v, f"{section}.{k}: switch {sw[section][k]}, replay {v}")
@@ -89,6 +89,11 @@ check(q["merged"] > 0 and q["marked"] > 0 and q["dropped"] > 0, f"l0 merged {q['
 check(sw["feedback"]["sent"] > 0 and sw["gradients"]["non_member"] > 0 and sw["malformed"]["total"] > 0,
       "FEEDBACK, non-member and malformed frames all occurred")
 check(sw["ports"][2]["tx_packets"] > 0 and sw["ports"][1]["filtered"] > 0, "floods reached x0 and a frame was filtered")
+r = sw["replication"]
+# 15 group chunks from the learner; each is copied to the members that have joined by then (the
+# learner's port is read faster than the workers', so the first ones reach fewer than all 10).
+check(r["model_replicated"] == 15 and 0 < r["model_copies"] <= 150 and r["model_joined"] == 10
+      and r["model_join_refused"] == 1 and r["model_not_member"] == 1, f"replication: {r}")
 print(f"{compared} counters compared")
 sys.exit(1 if failures else 0)
 PY
