@@ -71,6 +71,7 @@ check "header fields" "$(cat <<'X'
 6|1|0x00|1|7|3|41|100|2|4|8|1|1700000000123456789|1700000000123456789|0|LengthMismatch
 7|1|0x40|1|7|3|41|100|2|4|8|1|1700000000123456790|1700000000123456789|0|UnknownFlags
 8|||||||||||||||
+9|2|0x00|1|7|4294967295|41|100|0|1|2|1|1700000000123456789|1700000000123456789|0|
 X
 )" "$(fields frame.number shesha.type shesha.flags shesha.elem_type shesha.cluster shesha.worker \
       shesha.model_version shesha.seq shesha.chunk_index shesha.chunk_count shesha.elem_count \
@@ -128,13 +129,17 @@ check "malformed filter" "6,7" "$(run_tshark -Y '_ws.expert.group == "Malformed"
 
 # Wireshark's own checksum code agrees with frame::build_udp_frame (1 = good, 3 = not present:
 # frame 2 had its UDP checksum cleared as the switch does after a merge).
-check "IP/UDP checksums" "$(printf '1|1\n1|3\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1')" \
+check "IP/UDP checksums" "$(printf '1|1\n1|3\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1')" \
     "$(run_tshark -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE -T fields -E separator='|' \
        -e ip.checksum.status -e udp.checksum.status)"
 
 # The port preference moves the dissector: frame 8 (port 9999, seq 777) decodes, frame 1 does not.
 check "port preference" "$(printf '1|\n8|777')" \
     "$(run_tshark -o shesha.port:9999 -T fields -E separator='|' -e frame.number -e shesha.seq | sed -n '1p;8p')"
+
+# A MODEL to a cluster's group (replicated delivery): worker 0xFFFFFFFF is shown as every member.
+check "group MODEL" "MODEL cluster=7 worker=every v=41 seq=100 chunk=0/1 elems=2 contrib=1" \
+    "$(run_tshark -T fields -e _ws.col.Info | sed -n 9p)"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed"

@@ -1,5 +1,5 @@
 // Writes a small classic-libpcap capture with one frame of each Shesha message type, two malformed
-// messages and one Shesha message sent to another port. Used to test tools/wireshark/shesha.lua
+// messages, one Shesha message sent to another port and one MODEL to a multicast group. Used to test tools/wireshark/shesha.lua
 // (tests/dissector/test_dissector.sh asserts the decoded values) and as a sample for humans.
 //
 // Usage: shesha-pcap-example OUT.pcap
@@ -227,6 +227,31 @@ int main(int argc, char** argv) {
         const std::uint32_t workers[] = {3};
         auto buf = gradient_message(h, workers, len);
         pcap.write(to_frame(std::move(buf), len, kOtherPort));
+    }
+    // 9. A MODEL chunk to a cluster's multicast group (replicated delivery): worker 0xFFFFFFFF, "every
+    //    member"; a Shesha switch rewrites each member's copy (docs/switch.md, "Model replication").
+    {
+        proto::Header h = gradient_header();
+        h.type = proto::MsgType::Model;
+        h.worker_id = 0xFFFFFFFFu;
+        h.elem_count = 2;
+        h.chunk_index = 0;
+        h.chunk_count = 1;
+        h.contrib_count = 1;
+        std::uint8_t body[8];
+        put_f32_le(body, 0.5F);
+        put_f32_le(body + 4, -2.0F);
+        std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + sizeof body);
+        len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
+        buf.resize(frame::kUdpPayloadOffset + len);
+        frame::Endpoints ep = endpoints();
+        ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
+        ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
+        if (frame::build_udp_frame(ep, len, buf) != buf.size()) {
+            std::fprintf(stderr, "build_udp_frame failed\n");
+            return 1;
+        }
+        pcap.write(buf);
     }
 
     const bool ok = pcap.ok() && std::fclose(out) == 0;

@@ -179,7 +179,9 @@ function shesha.dissector(tvb, pinfo, tree)
     i_flags:add(f.flag_unknown, tvb(4, 1))
     local i_et = hdr:add(f.elem_type, tvb(5, 1))
     hdr:add(f.cluster, tvb(6, 2))
-    hdr:add(f.worker, tvb(8, 4))
+    local i_worker = hdr:add(f.worker, tvb(8, 4))
+    local every_member = tvb(8, 4):uint() == 0xFFFFFFFF
+    if every_member then i_worker:append_text(" (every member: a MODEL for the switch to replicate)") end
     hdr:add(f.model_version, tvb(12, 4))
     hdr:add(f.seq, tvb(16, 4))
     local i_chunk_index = hdr:add(f.chunk_index, tvb(20, 2))
@@ -231,8 +233,9 @@ function shesha.dissector(tvb, pinfo, tree)
         end
     end
 
-    local info = string.format("%s cluster=%d worker=%d v=%d seq=%d", msg_types[mtype] or ("type " .. mtype),
-                               tvb(6, 2):uint(), tvb(8, 4):uint(), tvb(12, 4):uint(), tvb(16, 4):uint())
+    local info = string.format("%s cluster=%d worker=%s v=%d seq=%d", msg_types[mtype] or ("type " .. mtype),
+                               tvb(6, 2):uint(), every_member and "every" or tostring(tvb(8, 4):uint()),
+                               tvb(12, 4):uint(), tvb(16, 4):uint())
     if carries_elements then
         info = info .. string.format(" chunk=%d/%d elems=%d contrib=%d", chunk_index, chunk_count, elem_count, contrib)
         dissect_elements(tvb, root, HEADER_SIZE, elem_count, et)
