@@ -78,7 +78,8 @@ enum class SwitchCounter : std::uint8_t {
     CloneFailed,             // flood copies that could not be allocated
     // egress owner: MODEL replication (replication.h)
     ModelReplicated,         // MODEL frames to a group, replicated to its members
-    ModelCopies,             // copies sent on (one per member with a known port)
+    ModelCopies,             // copies made and enqueued (one per member with a known port; a copy
+                             // tail-dropped at a full queue also counts in queue_drops)
     ModelNotMember,          // MODEL to a group not from its learner or cluster: dropped
     ModelMemberPortUnknown,  // a member the FDB does not know: no copy (never flooded)
     ModelJoined,             // model requests that joined (or updated) a group member

@@ -19,6 +19,9 @@
 //   grad1k   1114 B frames carrying 1 KB fp32 GRADIENTs, half of the arrivals mergeable.
 //   grad8k   8282 B frames carrying 8 KB fp32 GRADIENTs (2048 elements), half mergeable, on ports
 //            and mbufs sized for 9000-byte MTU frames.
+//   model16, model64  1114 B MODEL chunks from a learner to its cluster's group, replicated by the
+//            switch to 16 or 64 members behind the other port (they join once, by model request):
+//            MODEL frames sent per second against testpmd io forwarding the same frames 1:1.
 #include <fmt/core.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -611,6 +614,7 @@ struct Workload {
     double frame_bytes = 64;      // Ethernet frame without FCS
     double payload_bytes = 0;     // gradient payload (fp32 elements) per frame
     bool rx_basis = false;        // ratios on received packets (gradients: merging halves tx) or on forwarded
+    std::uint32_t model_members = 0;  // > 0: cluster 1 replicates MODEL to this many members (model16/64)
     std::vector<Arm> arms;
     std::vector<std::string> notes;
 };
@@ -661,7 +665,12 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
     }
     out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n",
                        handling == GradientHandling::NoMerge ? "false" : "true");
-    if (w.gradients) {
+    if (w.model_members > 0) {
+        std::string members;
+        for (std::uint32_t m = 1; m <= w.model_members; ++m) members += fmt::format("{}10.0.4.{}", m > 1 ? ", " : "", m);
+        out += fmt::format("  clusters:\n    - {{id: 1, members: [{}], model_replication: {{group: 239.77.0.1, "
+                           "learner: 10.0.0.100, max_members: {}}}}}\n", members, w.model_members);
+    } else if (w.gradients) {
         out += "  clusters:\n    - {id: 1, members: [10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4]}\n";
     } else {
         out += "  clusters: []\n";
@@ -691,6 +700,59 @@ std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker
         buf.resize(build_gradient_frame(spec, buf));
         if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
         frames.push_back(std::move(buf));
+    }
+    return frames;
+}
+
+// A Shesha message in one UDP frame (the switch's Shesha port).
+std::vector<std::uint8_t> shesha_udp_frame(const frame::Endpoints& ep, const proto::Header& h,
+                                           std::span<const std::uint8_t> body) {
+    std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + body.size());
+    const std::size_t len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
+    if (len == 0 || frame::build_udp_frame(ep, len, buf) != buf.size()) throw std::runtime_error("cannot build a frame");
+    return buf;
+}
+
+// model16/64: the learner's MODEL chunks (256 fp32) to its cluster's group 239.77.0.1, ...
+std::vector<std::vector<std::uint8_t>> group_model_frames() {
+    std::vector<std::vector<std::uint8_t>> frames;
+    const std::vector<std::uint8_t> body(256 * 4, 0x3F);
+    for (int i = 0; i < kPcapFrames; ++i) {
+        frame::Endpoints ep;
+        ep.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x64};
+        ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
+        ep.src_ip = kLearnerIp;
+        ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
+        ep.src_port = ep.dst_port = proto::kDefaultUdpPort;
+        proto::Header h;
+        h.type = proto::MsgType::Model;
+        h.cluster_id = 1;
+        h.worker_id = 0xFFFFFFFFu;
+        h.model_version = static_cast<std::uint32_t>(1 + i / 8);
+        h.chunk_index = static_cast<std::uint16_t>(i % 8);
+        h.chunk_count = 8;
+        h.elem_count = 256;
+        frames.push_back(shesha_udp_frame(ep, h, body));
+    }
+    return frames;
+}
+
+// ... and the members' model requests (10.0.4.1..n, behind the other port), replayed once: they join.
+std::vector<std::vector<std::uint8_t>> model_request_frames(std::uint32_t members) {
+    std::vector<std::vector<std::uint8_t>> frames;
+    for (std::uint32_t m = 1; m <= members; ++m) {
+        frame::Endpoints ep;
+        ep.src_mac = {0x02, 0x00, 0x00, 0x00, 0x04, static_cast<std::uint8_t>(m)};
+        ep.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x64};
+        ep.src_ip = 0x0A000400u + m;
+        ep.dst_ip = kLearnerIp;
+        ep.src_port = static_cast<std::uint16_t>(40000 + m);
+        ep.dst_port = proto::kDefaultUdpPort;
+        proto::Header h;
+        h.type = proto::MsgType::Model;
+        h.cluster_id = 1;
+        h.worker_id = m;
+        frames.push_back(shesha_udp_frame(ep, h, {}));
     }
     return frames;
 }
@@ -1145,6 +1207,34 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         }
         workloads.push_back(std::move(w));
     }
+
+    for (const std::uint32_t members : {16u, 64u}) {
+        const fs::path p0 = dir / "model-group.pcap", p1 = dir / fmt::format("model-requests{}.pcap", members);
+        const auto f0 = group_model_frames();
+        if (!write_pcap(p0, f0) || !write_pcap(p1, model_request_frames(members)))
+            throw std::runtime_error("cannot write pcaps in " + dir.string());
+        Workload w;
+        w.id = fmt::format("model{}", members);
+        w.title = fmt::format("{} B MODEL chunks to a group, replicated to {} members behind the other port",
+                              f0.front().size(), members);
+        w.model_members = members;
+        w.frame_bytes = static_cast<double>(f0.front().size());
+        w.ports = "net_pcap replay";
+        // The requests are read once (no infinite_rx): the members join, then only MODEL arrives.
+        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
+                   fmt::format("net_pcap1,rx_pcap={}", p1.string())};
+        w.arms = {tp_io, sw};
+        w.notes = {fmt::format("fwd = frames sent: shesha-switch sends {} copies of each received chunk (a private "
+                               "header mbuf chained to an indirect mbuf on the chunk), testpmd io forwards each "
+                               "chunk once; x testpmd-io compares frames sent per second",
+                               members)};
+        workloads.push_back(std::move(w));
+    }
+
+    if (!fwd.workloads.empty())
+        std::erase_if(workloads, [&](const Workload& w) {
+            return std::find(fwd.workloads.begin(), fwd.workloads.end(), w.id) == fwd.workloads.end();
+        });
 
     bool failed = false, keep_logs = false;
     std::vector<WorkloadResult> results;
