@@ -74,7 +74,9 @@ def sim_section(out):
              "as in the lab when `learners: shared`), offered load twice the learners' port, 20 ms of generation; "
              "every switch is the shesha-switch pipeline itself (docs/simulation.md). Medians over seeds "
              f"{', '.join(map(str, SIM_SEEDS))} (min..max). FIFO: no merging, no window, no FEEDBACK; Shesha: "
-             "merging, DRR fair shares, window and FEEDBACK.", "",
+             "merging, DRR fair shares, window and FEEDBACK. MODEL traffic is not modelled: the simulator "
+             "carries gradients to the learners and CREDIT/FEEDBACK back, not the model to the workers "
+             "(docs/simulation.md, \"Limits\").", "",
              "Jain: over the clusters' contended service at the switch ports (packets sent while another "
              "cluster also waited, per unit of weight), as in the lab's headline; Jain delivered: over the "
              "contributions applied per worker.", "",
