@@ -226,3 +226,22 @@ def test_parse_seeds():
     for bad in ("5-3", "x", "1-2000", ""):
         with pytest.raises(Exception):
             cli.parse_seeds(bad)
+
+
+def test_model_delivery_section():
+    """Chunks per published version per arm and cluster, median (min..max) over the seeds; absent when
+    no arm replicates."""
+    from shesha_lab.report import model_delivery_section
+    scenario = {"clusters": [{"id": 1}]}
+    unicast = {"name": "u", "model_delivery": "unicast"}
+    replicated = {"name": "r", "model_delivery": "replicated"}
+
+    def run(chunks, group, versions):
+        return {"clusters": {"1": {"learner_summary": {"model": {
+            "chunks_sent": chunks, "group_chunks_sent": group, "versions_published": versions}}}}}
+    results = {"u": {"1": run(300, 0, 10), "2": run(400, 0, 10), "3": run(380, 0, 10)},
+               "r": {"1": run(4, 100, 10), "2": run(0, 90, 9), "3": run(2, 120, 10)}}
+    lines = model_delivery_section(scenario, [unicast, replicated], results)
+    assert "| u | unicast | c1 | 38.00 (30.00..40.00) | 3 |" in lines
+    assert "| r | replicated | c1 | 10.40 (10.00..12.20) | 3 |" in lines
+    assert model_delivery_section(scenario, [unicast], {"u": results["u"]}) == []

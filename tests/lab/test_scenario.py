@@ -87,7 +87,7 @@ def test_defaults_filled_in(scenario_file):
     assert scenario["cross_traffic"] == {"enabled": True, "rate": "5M", "switch": "tor", "to_cluster": 2,
                                          "datagram_bytes": 1000}
     assert scenario["arms"] == [{"name": "a", "aggregation": True, "feedback": False, "congestion_control": False,
-                                 "label": "a", "scheduling": "fifo"}]
+                                 "label": "a", "scheduling": "fifo", "model_delivery": "unicast"}]
     assert scenario["clusters"][0]["chunk_elems"] == 256
     assert scenario["clusters"][0]["weight"] == 1
     assert scenario["rack"] == {"prefix": "shesha-lab-", "if_prefix": "shl-", "subnet": "10.77.1",
@@ -116,7 +116,8 @@ def test_quick_and_overrides(scenario_file):
      "switches[0].bottleneck.foo: unknown key (allowed: rate, burst_bytes, queue_packets, queue_bytes, "
      "mark_depth_packets, mark_sojourn_us)"),
     ("arms:\n  - {name: a, aggregation: on, feedback: off, congestion_control: off, colour: red}\n",
-     "arms[0].colour: unknown key (allowed: name, aggregation, feedback, congestion_control, label, scheduling)"),
+     "arms[0].colour: unknown key (allowed: name, aggregation, feedback, congestion_control, label, scheduling, "
+     "model_delivery)"),
 ])
 def test_unknown_keys_are_named(scenario_file, extra, message):
     assert error_of(scenario_file(extra)) == message
@@ -245,3 +246,11 @@ def test_chunk_size_sets_the_rack_mtu(scenario_file, write_file):
     assert error_of(scenario_file(whole=xdp)) == (
         "rack.pmd: net_af_xdp (DPDK 22.11, no multi-buffer) cannot carry chunks of more than 356 elements "
         "at MTU 9000: use net_af_packet")
+
+
+def test_model_delivery_is_checked(scenario_file):
+    arms = "arms:\n  - {name: a, aggregation: on, feedback: off, congestion_control: off, model_delivery: %s}\n"
+    assert load_scenario(scenario_file(arms % "replicated"))["arms"][0]["model_delivery"] == "replicated"
+    assert error_of(scenario_file(arms % "multicast")) == (
+        "arms[0].model_delivery: unicast (the learner sends each worker its copy) or replicated (one copy to the "
+        "cluster's group, which the switches replicate), got 'multicast'")

@@ -242,3 +242,30 @@ def test_bash_helper_calls_the_generator(tmp_path, source_root):
     assert config["eal"][-1] == "shesha-rack"
     assert config["idle_backoff_us"] == 40
     assert [p["device"] for p in config["ports"]][:2] == ["net_af_xdp0,iface=shit-h1", "net_af_xdp1,iface=shit-h2"]
+
+
+def test_replicated_arm_adds_model_replication(write_file):
+    """An arm with model_delivery: replicated gives every cluster its group, its learner and a copy per worker."""
+    scenario = scenario_of(write_file, ONE_RACK)
+    hosts, links = topology(scenario)
+    config = lab_switch_config(scenario, scenario["switches"][0], hosts, links, "pfx", replicate_models=True)
+    clusters = config["aggregation"]["clusters"]
+    assert clusters[0]["model_replication"] == {"group": "239.77.0.1", "learner": "10.77.1.10", "max_members": 2}
+    assert clusters[1]["model_replication"] == {"group": "239.77.0.2", "learner": "10.77.1.20", "max_members": 1}
+    # The unicast arms' file has none, and the switch's parser accepts the replicated one.
+    assert "model_replication" not in config_for(scenario, "tor")["aggregation"]["clusters"][0]
+
+
+def test_replicated_cluster_file(write_file, tmp_path):
+    """write_cluster_config with "replicated" sets learner.model_delivery and learner.model_group, and
+    keeps the unicast copy apart."""
+    from shesha_lab.cluster_files import write_cluster_config
+    scenario = scenario_of(write_file, ONE_RACK)
+    cluster = scenario["clusters"][0]
+    unicast = write_cluster_config(cluster, str(tmp_path))
+    replicated = write_cluster_config(cluster, str(tmp_path), "replicated")
+    assert unicast != replicated
+    learner = yaml.safe_load(open(replicated))["learner"]
+    assert learner["model_delivery"] == "replicated"
+    assert learner["model_group"] == "239.77.0.1"
+    assert yaml.safe_load(open(unicast))["learner"]["model_delivery"] == "unicast"

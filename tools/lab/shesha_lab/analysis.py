@@ -131,7 +131,7 @@ def drl_cluster_result(run_dir, cluster, duration_s):
     out["staleness"] = read_staleness(metrics_dir)["hist"]
     summary = load_json(os.path.join(metrics_dir, "learner.json")) or {}
     out["learner_summary"] = {k: summary.get(k) for k in ("version", "env_steps", "eval", "target", "chunks",
-                                                           "aom", "staleness", "credits", "workers")}
+                                                           "aom", "staleness", "credits", "workers", "model")}
     chunks = summary.get("chunks") or {}
     # Share of the bottleneck: gradient updates the learner applied (merged chunks count k).
     out["bytes_received"] = chunks.get("contributions")
@@ -337,3 +337,14 @@ def seed_verdicts(scenario, results, base, arm, resolution):
                          "aom_base": aom_base, "aom_arm": aom_arm, "slower": slower,
                          "aom_worse": aom_arm is not None and aom_base is not None and aom_arm > aom_base})
     return rows
+
+
+def model_chunks_per_version(cluster_result):
+    """MODEL chunks the learner sent per published version (unicast copies plus copies to the
+    group), from its learner.json; None without those counters."""
+    model = (cluster_result.get("learner_summary") or {}).get("model") or {}
+    versions = model.get("versions_published")
+    if not versions:
+        return None
+    return ((model.get("chunks_sent") or 0) + (model.get("group_chunks_sent") or 0)) / versions
+

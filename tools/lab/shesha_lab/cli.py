@@ -103,6 +103,8 @@ def prepare_report_dir(args, scenario, kind):
     for cluster in scenario["clusters"]:
         if kind == "drl":
             cluster["_config_used"] = write_cluster_config(cluster, os.path.join(out, "configs"))
+            if any(arm["model_delivery"] == "replicated" for arm in scenario["arms"]):
+                cluster["_config_replicated"] = write_cluster_config(cluster, os.path.join(out, "configs"), "replicated")
     scenario["_processes"] = kind
     scenario["_command"] = " ".join(["shesha-lab"] + sys.argv[1:])
     scenario["_started"] = time.strftime("%Y-%m-%d %H:%M:%S")

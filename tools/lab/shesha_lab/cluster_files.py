@@ -55,9 +55,15 @@ def eval_interval_s(cluster):
         return 2.0
 
 
-def write_cluster_config(cluster, dest_dir):
+def model_group(cluster_id):
+    """The IPv4 multicast group of a cluster's replicated MODEL delivery in the lab."""
+    return f"239.77.0.{cluster_id}"
+
+
+def write_cluster_config(cluster, dest_dir, model_delivery="unicast"):
     """The cluster YAML the processes use: the scenario's file, with transport.chunk_elems and
-    learner.merged_steps set to the scenario's values (text edits, so the file's comments stay)
+    learner.merged_steps set to the scenario's values, and with model_delivery "replicated",
+    learner.model_delivery and learner.model_group set (text edits, so the file's comments stay)
     -> path of the copy in dest_dir."""
     src = cluster_config_path(cluster)
     if not os.path.isfile(src):
@@ -77,7 +83,17 @@ def write_cluster_config(cluster, dest_dir):
         if count != 1:
             raise LabError(f"{src}: cannot set learner.merged_steps (expected one 'merged_steps:' line, found {count})")
         text = f"# learner.merged_steps = {cluster['merged_steps']} (set by shesha-lab)\n" + text
-    dest = os.path.join(dest_dir, f"cluster-{cluster['id']}-{os.path.basename(src)}")
+    if model_delivery == "replicated":
+        text, count = re.subn(r"(?m)^(\s+model_delivery:\s*)[a-z]+", lambda m: m.group(1) + "replicated", text)
+        if count != 1:
+            raise LabError(f"{src}: cannot set learner.model_delivery (expected one 'model_delivery:' line, found {count})")
+        group = model_group(cluster["id"])
+        text, count = re.subn(r"(?m)^(\s+)#?\s*model_group:\s*\S+", lambda m: f"{m.group(1)}model_group: {group}", text)
+        if count != 1:
+            raise LabError(f"{src}: cannot set learner.model_group (expected one 'model_group:' line, found {count})")
+        text = f"# learner.model_delivery = replicated, model_group = {group} (set by shesha-lab)\n" + text
+    suffix = "-replicated" if model_delivery == "replicated" else ""
+    dest = os.path.join(dest_dir, f"cluster-{cluster['id']}{suffix}-{os.path.basename(src)}")
     with open(dest, "w") as f:
         f.write(text)
     return dest

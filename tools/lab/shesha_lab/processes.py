@@ -97,7 +97,8 @@ def start_switch(lab, switch, arm, run_dir, file_prefix):
     bins = binaries(lab.build)
     config = os.path.join(run_dir, f"switch-{switch['name']}.yaml")
     with open(config, "w") as f:
-        f.write(switch_yaml_text(lab.scenario, switch, lab.hosts, lab.links, file_prefix))
+        f.write(switch_yaml_text(lab.scenario, switch, lab.hosts, lab.links, file_prefix,
+                                 replicate_models=arm["model_delivery"] == "replicated"))
     log = os.path.join(run_dir, f"switch-{switch['name']}.log")
     # DPDK 22.11's af_packet PMD names its PACKET_FANOUT group after (pid ^ ifindex): two
     # processes on different interfaces can collide, and the kernel then refuses the port
@@ -153,7 +154,7 @@ def _start_drl_cluster(lab, cluster, arm, seed, run_dir, duration):
     learner_ip = lab.hosts[learner_host]["ip"]
     metrics_dir = os.path.join(run_dir, f"learner-c{cid}")
     os.makedirs(metrics_dir, exist_ok=True)
-    config = cluster["_config_used"]
+    config = cluster["_config_replicated"] if arm["model_delivery"] == "replicated" else cluster["_config_used"]
     learner = lab.processes.start(
         f"learner-c{cid}", [bins["learner"], "--config", config, "--cluster", cid, "--bind", learner_ip,
                             "--duration", duration + 2, "--target-return", cluster["target_return"],

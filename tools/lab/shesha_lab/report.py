@@ -2,8 +2,9 @@
 at the end of a run, all from the analysed results (analysis.py) and the figures (plots.py)."""
 import json
 import os
+import statistics
 
-from .analysis import arm_summary, mean, ratio, seed_verdicts
+from .analysis import arm_summary, mean, model_chunks_per_version, ratio, seed_verdicts
 from .cluster_files import eval_interval_s
 from .plots import plot_all
 from .raw_files import to_float
@@ -220,6 +221,26 @@ def bottleneck_section(scenario, arms, summaries):
     return lines
 
 
+def model_delivery_section(scenario, arms, results):
+    """Only when an arm replicates MODEL: the learners' MODEL chunks per published version, per arm
+    and cluster, median over the seeds (min..max)."""
+    if not any(arm["model_delivery"] == "replicated" for arm in arms):
+        return []
+    lines = ["", "## Model delivery", "",
+             "MODEL chunks each learner sent per published version (unicast copies plus copies to the "
+             "cluster's group; learner.json `model`), median over the seeds (min..max). With replicated "
+             "delivery the switches copy each group chunk to the cluster's workers (docs/switch.md).", ""]
+    lines += table_header("| arm | delivery | cluster | chunks per version | seeds |")
+    for arm in arms:
+        for cluster in scenario["clusters"]:
+            values = [v for v in (model_chunks_per_version(run["clusters"].get(str(cluster["id"]), {}))
+                                  for run in results.get(arm["name"], {}).values()) if v is not None]
+            span = f"{fmt_num(min(values), 2)}..{fmt_num(max(values), 2)}" if values else "-"
+            lines.append(f"| {arm['name']} | {arm['model_delivery']} | c{cluster['id']} | "
+                         f"{cell(statistics.median(values), 2) if values else '-'} ({span}) | {len(values)} |")
+    return lines
+
+
 def figures_section(figures):
     lines = ["", "## Figures", ""]
     for title, file_name in figures:
@@ -252,6 +273,7 @@ def write_report(out, scenario, kind, results):
     lines += seeds_section(scenario, arms, summaries)
     lines += clusters_section(scenario, arms, summaries)
     lines += bottleneck_section(scenario, arms, summaries)
+    lines += model_delivery_section(scenario, arms, results)
     lines += sim_section(out)
     lines += figures_section(figures)
     lines += files_section(out, kind)

@@ -43,19 +43,19 @@ CLUSTER_TEMPLATE = {
     "merged_steps": "", "switch": "", "worker_switch": "", "weight": 1,
 }
 ARM_TEMPLATE = {"name": REQUIRED, "aggregation": REQUIRED, "feedback": REQUIRED, "congestion_control": REQUIRED,
-                "label": "", "scheduling": "fifo"}
+                "label": "", "scheduling": "fifo", "model_delivery": "unicast"}
 ITEM_TEMPLATES = {"switches": SWITCH_TEMPLATE, "links": LINK_TEMPLATE, "clusters": CLUSTER_TEMPLATE,
                   "arms": ARM_TEMPLATE}
 
 DEFAULT_ARMS = [
     {"name": "fifo", "label": "FIFO, no feedback", "aggregation": False, "feedback": False, "congestion_control": False,
-     "scheduling": "fifo"},
+     "scheduling": "fifo", "model_delivery": "unicast"},
     {"name": "merge", "label": "merging only", "aggregation": True, "feedback": False, "congestion_control": False,
-     "scheduling": "fifo"},
+     "scheduling": "fifo", "model_delivery": "unicast"},
     {"name": "feedback", "label": "feedback-driven sending only", "aggregation": False, "feedback": True,
-     "congestion_control": True, "scheduling": "fifo"},
+     "congestion_control": True, "scheduling": "fifo", "model_delivery": "unicast"},
     {"name": "shesha", "label": "full Shesha", "aggregation": True, "feedback": True, "congestion_control": True,
-     "scheduling": "drr"},
+     "scheduling": "drr", "model_delivery": "unicast"},
 ]
 DEFAULT_CLUSTERS = [
     {"id": 1, "env": "CartPole-v1", "target_return": 475, "config": "configs/cluster-cartpole.yaml"},
@@ -277,6 +277,9 @@ def _validate_arms(scenario):
         if arm["scheduling"] not in ("fifo", "drr"):
             raise LabError(f"arms[{i}].scheduling: fifo or drr (per-cluster fair shares on the switch ports), "
                            f"got {arm['scheduling']!r}")
+        if arm["model_delivery"] not in ("unicast", "replicated"):
+            raise LabError(f"arms[{i}].model_delivery: unicast (the learner sends each worker its copy) or replicated "
+                           f"(one copy to the cluster's group, which the switches replicate), got {arm['model_delivery']!r}")
 
 
 def _validate_cross_traffic(scenario, ids, names):
