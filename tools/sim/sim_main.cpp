@@ -64,6 +64,11 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
     // The recorded workload on the scheduling the file names (FIFO for files from before fair
     // queues), or on the one --scheduling asks for: the same counterexample on the other scheduler.
     if (!scheduling.empty()) r.system.fair_scheduling = scheduling == "drr";
+    // The fair queues' options mean nothing on a FIFO port (the switch refuses them there).
+    if (!r.system.fair_scheduling) {
+        r.system.fair_lag = 0;
+        r.system.chunk_follow = false;
+    }
     const shesha::sim::SlottedRun run = shesha::sim::run_slotted(r.system, r.workload, r.versions);
     const shesha::sim::SlotMeasurements m = shesha::sim::measure(run.slots, r.bounds);
     const auto& s = r.system;
@@ -72,6 +77,11 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
                    "aggregation {}, feedback {}, scheduling {}\n", path, s.horizon, s.clusters, s.queue_packets,
                    s.service_rate, s.mark_depth, s.aggregation ? "on" : "off", s.feedback ? "on" : "off",
                    s.fair_scheduling ? "drr" : "fifo");
+        if (s.fair_scheduling && (!s.weights.empty() || s.fair_lag != 0 || s.chunk_follow))
+            fmt::print("fair queues: weights {}, {}, chunk following {}\n",
+                       joined(std::vector<std::int64_t>(s.weights.begin(), s.weights.end())),
+                       s.fair_lag != 0 ? fmt::format("bounded lag {}", s.fair_lag) : std::string("deficit round robin"),
+                       s.chunk_follow ? "on" : "off");
         fmt::print("the verifier's model: {} violated at step {}: {}\n", r.property, r.step, r.what);
         fmt::print("{:>4}  {:<10} {:>5} {:>5} {:>6}  {:<36} {:<5} {:<10} {:<10}\n", "slot", "sent", "depth", "drops",
                    "merges", "departures (cluster x contributions)", "cuts", "windows", "ages");

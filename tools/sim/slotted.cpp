@@ -91,6 +91,8 @@ core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
     cfg.udp_port = proto::kDefaultUdpPort;
     cfg.aggregation = p.aggregation;
     cfg.scheduling = p.fair_scheduling ? core::Scheduling::Drr : core::Scheduling::Fifo;
+    cfg.fair_lag = p.fair_scheduling ? static_cast<std::uint32_t>(p.fair_lag) : 0;
+    cfg.chunk_follow = p.fair_scheduling && p.chunk_follow;
     cfg.feedback = true;             // marks are observed through the FEEDBACK the pipeline builds
     cfg.feedback_interval_us = 0;    // every marked arrival answers (the model rate-limits by slots)
     cfg.fdb_capacity = static_cast<std::uint32_t>(p.clusters) + 16;
@@ -111,6 +113,7 @@ core::SwitchConfig slotted_switch_config(const SlottedSystem& p) {
         cc.aggregation = !((p.unmerged_clusters >> c) & 1u);  // the switch's per-cluster rule
         cc.member_ips.push_back(0x0A000001 + static_cast<std::uint32_t>(c));
         cc.version_tolerance = static_cast<std::uint32_t>(p.version_tolerance);
+        cc.weight = static_cast<std::uint32_t>(p.weight_of(c));
         cfg.clusters.push_back(std::move(cc));
     }
     return cfg;
@@ -376,6 +379,13 @@ std::string validate(const SlottedSystem& p) {
     if (p.versions < 0 || p.versions > 1000) return "model.versions must lie in [0, 1000]";
     if (p.version_tolerance < 0 || p.version_tolerance > 16)  // the switch's limit (switch_config.cpp)
         return "model.version_tolerance must lie in [0, 16]";
+    // The switch's limits (switch_config.cpp): weight 1..1000, fair_lag 0..65535, both need drr.
+    if (static_cast<int>(p.weights.size()) > p.clusters) return "model.weights has more entries than model.clusters";
+    for (int w : p.weights)
+        if (w < 1 || w > 1000) return "model.weights entries must lie in [1, 1000]";
+    if (p.fair_lag < 0 || p.fair_lag > 65535) return "model.fair_lag must lie in [0, 65535]";
+    if (p.fair_lag != 0 && !p.fair_scheduling) return "model.fair_lag needs fair queues (scheduling drr)";
+    if (p.chunk_follow && !p.fair_scheduling) return "model.chunk_follow needs fair queues (scheduling drr)";
     return {};
 }
 
@@ -412,23 +422,32 @@ SlotMeasurements measure(const std::vector<SlotRecord>& slots, const SlotBounds&
             for (int a = 0; a < C; ++a)
                 for (int b = a + 1; b < C; ++b) {
                     bool eligible = true;
-                    std::int64_t diff = 0;
+                    // Weighted: s_a / w_a - s_b / w_b, scaled by w_a w_b to stay in integers.
+                    const std::int64_t wa = bounds.fairness->share_of(a), wb = bounds.fairness->share_of(b);
+                    std::int64_t sa = 0, sb = 0;
                     for (int t = t0; t < t0 + W && eligible; ++t) {
                         const SlotRecord& s = slots[t];
                         eligible = s.backlogged[a] && s.backlogged[b] && s.greedy[a] && s.greedy[b];
-                        diff += s.served[a] - s.served[b];
+                        sa += s.served[a];
+                        sb += s.served[b];
                     }
                     if (!eligible) continue;
-                    if (std::abs(diff) > m.fairness_worst) {
-                        m.fairness_worst = std::abs(diff);
+                    const std::int64_t scaled = std::abs(sa * wb - sb * wa);
+                    // fairness_worst in packets per unit of share, rounded up (exact when unweighted).
+                    const std::int64_t worst = (scaled + wa * wb - 1) / (wa * wb);
+                    if (worst > m.fairness_worst) {
+                        m.fairness_worst = worst;
                         m.fairness_worst_slot = t0;
                     }
-                    if (std::abs(diff) > bounds.fairness->epsilon)
+                    if (scaled > bounds.fairness->epsilon * wa * wb) {
+                        const std::string served =
+                            wa == 1 && wb == 1 ? fmt::format("{} packets apart", std::abs(sa - sb))
+                                               : fmt::format("{} and {} packets for shares {} and {}", sa, sb, wa, wb);
                         m.violations.push_back(
                             {"fairness", t0,
                              fmt::format("clusters {} and {}, both backlogged and greedy over slots {}..{}, were served "
-                                         "{} packets apart (epsilon {})", a, b, t0, t0 + W - 1, std::abs(diff),
-                                         bounds.fairness->epsilon)});
+                                         "{} (epsilon {})", a, b, t0, t0 + W - 1, served, bounds.fairness->epsilon)});
+                    }
                 }
     }
 
@@ -510,13 +529,19 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
         }
         if (auto v = json::optional<std::vector<int>>(m, "w_max_by_cluster", "model.")) s.w_max_by_cluster = *v;
         if (auto v = json::optional<int>(m, "versions", "model.")) s.versions = *v;
+        // Files written before the fair queues' options were modelled: weights 1, DRR, no following.
+        if (auto v = json::optional<std::vector<int>>(m, "weights", "model.")) s.weights = *v;
+        if (auto v = json::optional<int>(m, "fair_lag", "model.")) s.fair_lag = *v;
+        if (auto v = json::optional<bool>(m, "chunk_follow", "model.")) s.chunk_follow = *v;
         if (auto v = json::optional<int>(m, "version_tolerance", "model.")) s.version_tolerance = *v;
         if (root.contains("properties") && root["properties"].is_object()) {
             const json::Json& props = root["properties"];
             if (props.contains("fairness")) {
                 const json::Json& f = props["fairness"];
                 r.bounds.fairness = FairnessBound{required<int>(f, "window", "properties.fairness."),
-                                                  required<int>(f, "epsilon", "properties.fairness.")};
+                                                  required<int>(f, "epsilon", "properties.fairness."), {}};
+                if (auto v = json::optional<std::vector<int>>(f, "shares", "properties.fairness."))
+                    r.bounds.fairness->shares = *v;
             }
             if (props.contains("responsiveness")) {
                 const json::Json& x = props["responsiveness"];
@@ -559,6 +584,12 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
     }
     if (r.bounds.fairness && (r.bounds.fairness->window < 1 || r.bounds.fairness->epsilon < 0))
         throw ReplayFileError(source + ": properties.fairness needs window >= 1 and epsilon >= 0");
+    if (r.bounds.fairness) {
+        if (static_cast<int>(r.bounds.fairness->shares.size()) > s.clusters)
+            throw ReplayFileError(source + ": properties.fairness.shares has more entries than model.clusters");
+        for (int w : r.bounds.fairness->shares)
+            if (w < 1 || w > 1000) throw ReplayFileError(source + ": properties.fairness.shares entries must lie in [1, 1000]");
+    }
     if (r.bounds.responsiveness &&
         (r.bounds.responsiveness->within < 1 || r.bounds.responsiveness->threshold < 1 ||
          r.bounds.responsiveness->threshold != s.congestion_threshold))

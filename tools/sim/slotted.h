@@ -36,7 +36,14 @@ struct SlottedSystem {
     int queue_packets = 4;       // Q: the real queue's slot count
     int mark_depth = 0;          // M: mark arrivals finding >= M waiting; 0 = off
     bool aggregation = true;     // merge rule on
-    bool fair_scheduling = false;  // the switch port schedules per cluster (DRR by contributions)
+    bool fair_scheduling = false;  // the switch port schedules per cluster (DRR in packets)
+    // The fair queues' options (core::PortQueue; only with fair_scheduling): each cluster's weight
+    // (aggregation.clusters[].weight; empty or missing entries: 1), bounded-lag round robin
+    // (aggregation.fair_lag, 0 = deficit round robin) and chunk following (aggregation.chunk_follow).
+    std::vector<int> weights;
+    int fair_lag = 0;
+    bool chunk_follow = false;
+    int weight_of(int c) const { return c < static_cast<int>(weights.size()) ? weights[c] : 1; }
     // Bit c set: cluster c's gradients are never merged (per-cluster switch rule or non-member).
     unsigned unmerged_clusters = 0;
     // Window constants (transport::SenderConfig).
@@ -108,7 +115,14 @@ SlottedRun run_slotted(const SlottedSystem& s, const std::vector<std::vector<int
                        const std::vector<std::vector<int>>& versions = {});
 
 // ---- the system-wide objectives, measured on a run ----
-struct FairnessBound { int window = 4; int epsilon = 2; };        // service difference over W slots
+// Service difference over W slots, in packets per unit of share: |s_a / w_a - s_b / w_b| <= epsilon,
+// with w the clusters' shares (empty or missing entries: 1, the unweighted bound).
+struct FairnessBound {
+    int window = 4;
+    int epsilon = 2;
+    std::vector<int> shares;
+    int share_of(int c) const { return c < static_cast<int>(shares.size()) ? shares[c] : 1; }
+};
 struct ResponsivenessBound { int within = 6; int threshold = 0; };  // slots to react to congestion
 struct AomBound { int bound = 4; };                              // slots a backlogged cluster waits
 struct VersionSpreadBound { int bound = 0; };                    // max - min version in a departure
@@ -129,7 +143,8 @@ struct BoundViolation {
 //   AoM age of cluster c: 0 in a slot where c was served, else previous age + 1 while a packet of
 //   c waits, else 0.
 //   Fairness: over W consecutive slots in which two clusters are both backlogged and greedy in
-//   every slot, the difference of their served packets.
+//   every slot, the difference of their served packets per unit of share (s_a / w_a - s_b / w_b,
+//   compared as s_a w_b - s_b w_a against epsilon w_a w_b: exact integers).
 //   Reaction time: from a slot where an arrival of c found depth >= threshold, the slots until
 //   the queue ends a slot under the threshold (0 if that same slot) or c cuts its window.
 struct SlotMeasurements {

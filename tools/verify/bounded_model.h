@@ -12,8 +12,10 @@
 //      2nd of cluster 0, ...): merge into the waiting packet of the same (cluster, chunk), else
 //      take the tail slot, else tail drop; marked if the depth found is >= mark_depth,
 //   E. up to service_rate packets leave: from the head (FIFO scheduling), or from the class that
-//      deficit round robin in packets picks (fair_scheduling: one queue per cluster, each with the
-//      port's capacity and marking depth, as core::PortQueue).
+//      core::PortQueue's fair queues pick (fair_scheduling: one queue per cluster, each with the
+//      port's capacity and marking depth): weighted deficit round robin in packets (quantum =
+//      the cluster's weight), or bounded-lag round robin (fair_lag > 0); with chunk_follow each
+//      class queue follows chunks as AggregatingQueue::follow_chunk does.
 #pragma once
 
 #include <cmath>
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "port_queue.h"
 #include "verify_config.h"
 
 namespace shesha::verify {
@@ -154,11 +157,13 @@ public:
 
     Model(D& d, const ModelParams& p)
         : d_(d), p_(p), drr_current_(d.lit(0)), drr_turn_started_(d.blit(false)) {
+        // Bounded lag: PortQueue's scaled service units, exactly (kServiceScale / weight, at least 1).
+        for (int c = 0; c < p.clusters; ++c) unit_cost_.push_back(std::max<std::int64_t>(kServiceScale / p.weight_of(c), 1));
         // FIFO: one queue for every cluster. DRR: one class per cluster (the real port also has a
         // default class for other traffic; the model has none, and an empty class is skipped).
         const int classes = p.fair_scheduling ? p.clusters : 1;
         for (int q = 0; q < classes; ++q) {
-            queues_.push_back(ClassQueue{d.lit(0), d.lit(0), {}});
+            queues_.push_back(ClassQueue{d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0), {}});
             for (int j = 0; j < p.queue_packets; ++j)
                 queues_.back().slots.push_back(
                     Slot<D>{d.lit(0), d.lit(0), d.lit(0), d.blit(false), d.lit(0), d.lit(0), d.blit(false)});
@@ -259,6 +264,9 @@ public:
                         sl.indexed = d_.bsel(here, d_.blit(merges_here), sl.indexed);
                     }
                 }
+                // Bounded lag: a class that becomes backlogged starts no lower than the least-served
+                // backlogged class (PortQueue::join, on the arrival that finds it empty and queues).
+                if (p_.fair_scheduling && p_.fair_lag != 0) join(class_of(c), takes_slot && d == d_.lit(0));
                 q.depth = d_.sel(takes_slot, q.depth + d_.lit(1), q.depth);
                 drops = d_.sel(present && !merged && !fits, drops + d_.lit(1), drops);
                 const B marked_here = present && (merged || fits) && mark_now;
@@ -295,6 +303,8 @@ public:
                                                          d_.fix(q.slots[0].max_version, name("dep_maxv", t, k))});
                 for (int j = 0; j + 1 < p_.queue_packets; ++j) q.slots[j] = q.slots[j + 1];
                 q.depth = d_.sel(valid, q.depth - d_.lit(1), q.depth);
+            } else if (p_.fair_lag != 0) {
+                rec.departures.push_back(lag_dequeue(t, k));
             } else {
                 rec.departures.push_back(drr_dequeue(t, k));
             }
@@ -313,6 +323,11 @@ public:
             const std::string k = std::to_string(q);
             cq.depth = d_.fix(cq.depth, name(("depth_end_q" + k).c_str(), t));
             cq.deficit = d_.fix(cq.deficit, name(("deficit_q" + k).c_str(), t));
+            if (p_.fair_lag != 0) cq.service = d_.fix(cq.service, name(("service_q" + k).c_str(), t));
+            if (p_.chunk_follow) {
+                cq.follow_rel = d_.fix(cq.follow_rel, name(("follow_rel_q" + k).c_str(), t));
+                cq.follow_chunk = d_.fix(cq.follow_chunk, name(("follow_chunk_q" + k).c_str(), t));
+            }
             for (int j = 0; j < p_.queue_packets; ++j) {
                 Slot<D>& sl = cq.slots[j];
                 sl.cluster = d_.fix(sl.cluster, name(("slot_cluster_q" + k).c_str(), t, j));
@@ -466,7 +481,13 @@ private:
 
     struct ClassQueue {
         I depth;
-        I deficit;  // DRR: packets this class may still send in its turn
+        I deficit;      // DRR: packets this class may still send in its turn
+        I service;      // bounded lag: packets served, in units of kServiceScale / weight
+        // Chunk following (AggregatingQueue::follow_chunk): the chunk being followed and how many
+        // of the packets from the head on were waiting when its merged head was chosen (the seq
+        // bound follow_bound - head, clamped at 0).
+        I follow_rel;
+        I follow_chunk;
         std::vector<Slot<D>> slots;
     };
 
@@ -533,11 +554,13 @@ private:
     }
 
     // PortQueue::pick() then dequeue() (switch/core/port_queue.cpp), unrolled: a visit to an empty
-    // class forfeits its deficit and moves on; a class starting its turn earns its quantum (1
-    // packet, weights are 1); it sends its head if the deficit covers it (every packet costs 1),
-    // else the turn passes. Bound on the visits: a backlogged class sends at its first visit of a
-    // turn, so some class sends within 1 + classes visits. The concrete domain checks that bound
-    // on every run (ConcreteDomain::expect).
+    // class forfeits its deficit and moves on; a class starting its turn earns its quantum (its
+    // weight, in packets: kQuantumPerWeight = 1); with chunk_follow a visited non-empty class
+    // follows chunks (before its head is committed, whether it sends or not, as pick() does); it
+    // sends its head if the deficit covers it (every packet costs 1), else the turn passes. Bound
+    // on the visits: a class earns at least 1 when its turn starts, so a backlogged class sends at
+    // its first visit of a turn, and some class sends within 1 + classes visits. The concrete
+    // domain checks that bound on every run (ConcreteDomain::expect).
     DepartureRec<D> drr_dequeue(int t, int k) {
         const int n = static_cast<int>(queues_.size());
         const B any = total_depth() > d_.lit(0);
@@ -554,9 +577,10 @@ private:
                 ClassQueue& cq = queues_[q];
                 const B here = !done && cur == d_.lit(q);
                 const B empty = cq.depth == d_.lit(0);
-                const I earned = d_.sel(turn, cq.deficit, cq.deficit + d_.lit(1));
+                const I earned = d_.sel(turn, cq.deficit, cq.deficit + d_.lit(p_.weight_of(q)));
                 const B sends = !empty && earned >= d_.lit(1);
                 cq.deficit = d_.sel(here, d_.sel(empty, d_.lit(0), earned), cq.deficit);
+                if (p_.chunk_follow) follow(q, here && !empty);
                 next_cur = d_.sel(here && !sends, d_.lit((q + 1) % n), next_cur);
                 next_turn = d_.bsel(here, sends, next_turn);
                 picked = d_.sel(here && sends, d_.lit(q), picked);
@@ -567,6 +591,121 @@ private:
             done = next_done;
         }
         d_.expect(done, "step " + std::to_string(t) + ": DRR picked no class within the bound");
+        const DepartureRec<D> dep = take_head(t, k, any, picked);
+        for (int q = 0; q < n; ++q) {
+            ClassQueue& cq = queues_[q];
+            const B from = any && picked == d_.lit(q);
+            const B emptied = from && cq.depth == d_.lit(0);
+            cq.deficit = d_.sel(emptied, d_.lit(0), d_.sel(from, cq.deficit - d_.lit(1), cq.deficit));
+            cur = d_.sel(emptied, d_.lit((q + 1) % n), cur);
+            turn = d_.bsel(emptied, d_.blit(false), turn);
+        }
+        drr_current_ = cur;
+        drr_turn_started_ = turn;
+        return dep;
+    }
+
+    // PortQueue::pick_bounded_lag() then dequeue(): from the class whose turn it is, the first
+    // backlogged class whose service is at most the least backlogged service + fair_lag *
+    // kServiceScale sends one packet (following chunks first with chunk_follow); its service grows
+    // by kServiceScale / weight and the turn moves to the next class. (The real queue shifts every
+    // service down past 2^60; no bounded horizon gets there.)
+    DepartureRec<D> lag_dequeue(int t, int k) {
+        const int n = static_cast<int>(queues_.size());
+        const B any = total_depth() > d_.lit(0);
+        const I least = least_service(-1);
+        const I bound = least + d_.lit(std::int64_t{p_.fair_lag} * kServiceScale);
+        I picked = d_.lit(0);
+        B found = d_.blit(false);
+        // Scan order from the current class: offset s visits class (cur + s) % n.
+        for (int s = 0; s < n; ++s)
+            for (int q = 0; q < n; ++q) {
+                const ClassQueue& cq = queues_[q];
+                const B at = drr_current_ == d_.lit(((q - s) % n + n) % n);
+                const B ok = at && !found && cq.depth > d_.lit(0) && cq.service <= bound;
+                picked = d_.sel(ok, d_.lit(q), picked);
+                found = found || ok;
+            }
+        d_.expect(found || !any, "step " + std::to_string(t) + ": bounded lag picked no class");
+        if (p_.chunk_follow)
+            for (int q = 0; q < n; ++q) follow(q, any && picked == d_.lit(q));
+        const DepartureRec<D> dep = take_head(t, k, any, picked);
+        for (int q = 0; q < n; ++q) {
+            ClassQueue& cq = queues_[q];
+            const B from = any && picked == d_.lit(q);
+            cq.service = d_.sel(from, cq.service + d_.lit(unit_cost_[q]), cq.service);
+            drr_current_ = d_.sel(from, d_.lit((q + 1) % n), drr_current_);
+        }
+        return dep;
+    }
+
+    // PortQueue::least_service(except): the least service over the backlogged classes other than
+    // `except`; a huge value if none (the real INT64_MAX: no class to compare with).
+    I least_service(int except) {
+        I least = d_.lit(kNoService);
+        for (int q = 0; q < static_cast<int>(queues_.size()); ++q) {
+            if (q == except) continue;
+            const ClassQueue& cq = queues_[q];
+            least = d_.sel(cq.depth > d_.lit(0) && cq.service < least, cq.service, least);
+        }
+        return least;
+    }
+
+    // PortQueue::join(q) when `happens` (an arrival queued into the empty class q).
+    void join(int q, const B& happens) {
+        const I least = least_service(q);
+        ClassQueue& cq = queues_[q];
+        cq.service = d_.sel(happens && least != d_.lit(kNoService) && cq.service < least, least, cq.service);
+    }
+
+    // AggregatingQueue::follow_chunk() on class q when `happens` (class queues hold one cluster).
+    // If the head is a gradient the queue may merge (mergeable), look among the packets that were
+    // waiting when the followed chunk's merged head was chosen (the first follow_rel from the head)
+    // for the first one of that chunk: at the head already, nothing; further back, it moves to the
+    // head and the packets it passes move one place back. If there is none, the head starts a new
+    // chunk to follow: the packets waiting now, if it carries merged contributions, else none.
+    void follow(int q, const B& happens) {
+        ClassQueue& cq = queues_[q];
+        // Under DRR class q holds cluster q only; its gradients are mergeable iff the switch merges them.
+        if (!p_.aggregation || ((p_.unmerged_clusters >> q) & 1u)) return;
+        const int Q = p_.queue_packets;
+        const B act = happens && cq.depth > d_.lit(0);
+        std::vector<B> target(Q, d_.blit(false));
+        B found = d_.blit(false);
+        for (int j = 0; j < Q; ++j) {
+            const B ok = cq.depth > d_.lit(j) && cq.follow_rel > d_.lit(j) && cq.slots[j].chunk == cq.follow_chunk;
+            target[j] = ok && !found;
+            found = found || ok;
+        }
+        // Not found: the head becomes the chunk followed (before any move; none happens then).
+        const B restart = act && !found;
+        cq.follow_chunk = d_.sel(restart, cq.slots[0].chunk, cq.follow_chunk);
+        cq.follow_rel = d_.sel(restart, d_.sel(cq.slots[0].contrib > d_.lit(1), cq.depth, d_.lit(0)), cq.follow_rel);
+        // Found behind the head: move it to the head.
+        if (Q < 2) return;
+        std::vector<B> behind(Q, d_.blit(false));  // behind[k]: the target lies at k or further back
+        B acc = d_.blit(false);
+        for (int j = Q - 1; j >= 1; --j) {
+            acc = acc || (act && target[j]);
+            behind[j] = acc;
+        }
+        const std::vector<Slot<D>> old = cq.slots;
+        Slot<D> moved = old[0];
+        for (int j = 1; j < Q; ++j) moved = select_slot(act && target[j], old[j], moved);
+        cq.slots[0] = select_slot(behind[1], moved, old[0]);
+        for (int k2 = 1; k2 < Q; ++k2) cq.slots[k2] = select_slot(behind[k2], old[k2 - 1], old[k2]);
+    }
+
+    Slot<D> select_slot(const B& c, const Slot<D>& a, const Slot<D>& b) const {
+        return Slot<D>{D::sel(c, a.cluster, b.cluster), D::sel(c, a.chunk, b.chunk), D::sel(c, a.contrib, b.contrib),
+                       D::bsel(c, a.marked, b.marked), D::sel(c, a.min_version, b.min_version),
+                       D::sel(c, a.max_version, b.max_version), D::bsel(c, a.indexed, b.indexed)};
+    }
+
+    // The head of class `picked` leaves (if any packet waits): its departure record, the class
+    // queue shifted by one, its depth and its followed-packet count one lower.
+    DepartureRec<D> take_head(int t, int k, const B& any, const I& picked) {
+        const int n = static_cast<int>(queues_.size());
         DepartureRec<D> dep{d_.fixb(any, name("dep_valid", t, k)), d_.lit(0), d_.lit(0), d_.blit(false), d_.lit(0),
                             d_.lit(0)};
         I cluster = d_.lit(0), contrib = d_.lit(0), minv = d_.lit(0), maxv = d_.lit(0);
@@ -587,27 +726,18 @@ private:
         for (int q = 0; q < n; ++q) {
             ClassQueue& cq = queues_[q];
             const B from = any && picked == d_.lit(q);
-            for (int j = 0; j + 1 < p_.queue_packets; ++j) {
-                Slot<D>& sl = cq.slots[j];
-                const Slot<D>& nx = cq.slots[j + 1];
-                sl.cluster = d_.sel(from, nx.cluster, sl.cluster);
-                sl.chunk = d_.sel(from, nx.chunk, sl.chunk);
-                sl.contrib = d_.sel(from, nx.contrib, sl.contrib);
-                sl.marked = d_.bsel(from, nx.marked, sl.marked);
-                sl.min_version = d_.sel(from, nx.min_version, sl.min_version);
-                sl.max_version = d_.sel(from, nx.max_version, sl.max_version);
-                sl.indexed = d_.bsel(from, nx.indexed, sl.indexed);
-            }
+            for (int j = 0; j + 1 < p_.queue_packets; ++j) cq.slots[j] = select_slot(from, cq.slots[j + 1], cq.slots[j]);
             cq.depth = d_.sel(from, cq.depth - d_.lit(1), cq.depth);
-            const B emptied = from && cq.depth == d_.lit(0);
-            cq.deficit = d_.sel(emptied, d_.lit(0), d_.sel(from, cq.deficit - d_.lit(1), cq.deficit));
-            cur = d_.sel(emptied, d_.lit((q + 1) % n), cur);
-            turn = d_.bsel(emptied, d_.blit(false), turn);
+            if (p_.chunk_follow)
+                cq.follow_rel = d_.sel(from && cq.follow_rel > d_.lit(0) && cq.depth > d_.lit(0),
+                                       cq.follow_rel - d_.lit(1), d_.sel(from, d_.lit(0), cq.follow_rel));
         }
-        drr_current_ = cur;
-        drr_turn_started_ = turn;
         return dep;
     }
+
+    static constexpr std::int64_t kServiceScale = core::PortQueue::kServiceScale;
+    static constexpr std::int64_t kNoService = std::int64_t{1} << 62;
+    std::vector<std::int64_t> unit_cost_;  // bounded lag: kServiceScale / weight per packet
 
     D& d_;
     const ModelParams& p_;
@@ -627,9 +757,11 @@ template <class D> struct Violation {
 };
 
 // Over every window of W steps in which clusters a and b are both backlogged at every step, their
-// served packets differ by at most epsilon. Backlogged: a packet of the cluster waits in the
-// queue AND its sender is greedy (sent all that max_arrivals and its window allowed), i.e. it
-// always had more to send; a cluster that holds back gets less, which is not unfairness.
+// served packets per unit of share differ by at most epsilon: |s_a / w_a - s_b / w_b| <= epsilon,
+// compared as |s_a w_b - s_b w_a| <= epsilon w_a w_b (shares w: FairnessSpec::shares, 1 if not
+// given). Backlogged: a packet of the cluster waits in the queue AND its sender is greedy (sent
+// all that max_arrivals and its window allowed), i.e. it always had more to send; a cluster that
+// holds back gets less, which is not unfairness.
 template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Trace<D>& tr, const FairnessSpec& f) {
     std::vector<Violation<D>> out;
     const int T = static_cast<int>(tr.size());
@@ -637,17 +769,23 @@ template <class D> std::vector<Violation<D>> fairness_violations(D& d, const Tra
     for (int t0 = 0; t0 + f.window <= T; ++t0)
         for (int a = 0; a < C; ++a)
             for (int b = a + 1; b < C; ++b) {
+                const std::int64_t wa = f.share_of(a), wb = f.share_of(b);
                 typename D::B both = d.blit(true);
                 typename D::I diff = d.lit(0);
                 for (int t = t0; t < t0 + f.window; ++t) {
                     both = both && tr[t].backlogged[a] && tr[t].backlogged[b];
                     if (!tr[t].greedy.empty()) both = both && tr[t].greedy[a] && tr[t].greedy[b];
-                    diff = diff + tr[t].served[a] - tr[t].served[b];
+                    diff = diff + tr[t].served[a] * d.lit(wb) - tr[t].served[b] * d.lit(wa);
                 }
-                out.push_back({both && (diff > d.lit(f.epsilon) || diff < d.lit(-f.epsilon)), "fairness", t0,
+                const std::int64_t limit = std::int64_t{f.epsilon} * wa * wb;
+                const std::string per = wa == 1 && wb == 1
+                                            ? std::string("served packets differ")
+                                            : "served packets per unit of share (" + std::to_string(wa) + ":" +
+                                                  std::to_string(wb) + ") differ";
+                out.push_back({both && (diff > d.lit(limit) || diff < d.lit(-limit)), "fairness", t0,
                                "clusters " + std::to_string(a) + " and " + std::to_string(b) +
                                    " both backlogged over steps " + std::to_string(t0) + ".." +
-                                   std::to_string(t0 + f.window - 1) + " but served packets differ by more than " +
+                                   std::to_string(t0 + f.window - 1) + " but " + per + " by more than " +
                                    std::to_string(f.epsilon)});
             }
     return out;

@@ -48,11 +48,16 @@ std::string to_json(const Counterexample& cex) {
                   {"scheduling", m.fair_scheduling ? "drr" : "fifo"},
                   {"unmerged_clusters", m.unmerged_clusters},
                   {"w_max_by_cluster", list(m.w_max_by_cluster)},
+                  {"weights", list(m.weights)},
+                  {"fair_lag", m.fair_lag},
+                  {"chunk_follow", m.chunk_follow},
                   {"versions", m.versions},
                   {"version_tolerance", m.version_tolerance}};
     json::Json props = json::Json::object();
-    if (cex.config.fairness)
+    if (cex.config.fairness) {
         props["fairness"] = {{"window", cex.config.fairness->window}, {"epsilon", cex.config.fairness->epsilon}};
+        if (!cex.config.fairness->shares.empty()) props["fairness"]["shares"] = list(cex.config.fairness->shares);
+    }
     if (cex.config.responsiveness)
         props["responsiveness"] = {{"within", cex.config.responsiveness->within},
                                    {"threshold", cex.config.responsiveness->threshold}};
@@ -102,7 +107,9 @@ Counterexample counterexample_from_json(const std::string& text, const std::stri
     cex.step = common.step;
     cex.what = common.what;
     static_cast<sim::SlottedSystem&>(cex.config.model) = common.system;
-    if (common.bounds.fairness) cex.config.fairness = FairnessSpec{common.bounds.fairness->window, common.bounds.fairness->epsilon};
+    if (common.bounds.fairness)
+        cex.config.fairness = FairnessSpec{common.bounds.fairness->window, common.bounds.fairness->epsilon,
+                                           common.bounds.fairness->shares};
     if (common.bounds.responsiveness)
         cex.config.responsiveness = ResponsivenessSpec{common.bounds.responsiveness->within, common.bounds.responsiveness->threshold};
     if (common.bounds.aom) cex.config.aom = AomSpec{common.bounds.aom->bound};

@@ -39,7 +39,7 @@ Trace<ConcreteDomain> to_trace(const std::vector<sim::SlotRecord>& slots) {
 
 sim::SlotBounds bounds_of(const VerifyConfig& cfg) {
     sim::SlotBounds b;
-    if (cfg.fairness) b.fairness = sim::FairnessBound{cfg.fairness->window, cfg.fairness->epsilon};
+    if (cfg.fairness) b.fairness = sim::FairnessBound{cfg.fairness->window, cfg.fairness->epsilon, cfg.fairness->shares};
     if (cfg.responsiveness) b.responsiveness = sim::ResponsivenessBound{cfg.responsiveness->within, cfg.responsiveness->threshold};
     if (cfg.aom) b.aom = sim::AomBound{cfg.aom->bound};
     if (cfg.version_spread) b.version_spread = sim::VersionSpreadBound{cfg.version_spread->bound};

@@ -55,6 +55,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     cfg.source = source;
     ModelParams& m = cfg.model;
     bool has_cluster_rules = false, drop_unmerged = false;
+    std::vector<int> switch_weights;  // by model cluster (switch id c + 1), from aggregation.clusters[].weight
 
     // 1. The switch's own YAML: queue size, marking depth, aggregation and feedback switches.
     const std::optional<Value> switch_config = top.get("switch_config");
@@ -81,19 +82,18 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         m.aggregation = sw.aggregation;
         m.feedback = sw.feedback;
         m.fair_scheduling = port->scheduling.value_or(sw.scheduling) == core::Scheduling::Drr;
-        if (m.fair_scheduling && sw.fair_lag != 0)
-            r.fail(*switch_config, fmt::format("aggregation.fair_lag is {}: the model schedules the fair queues by "
-                                               "deficit round robin (fair_lag 0); bounded-lag round robin is not "
-                                               "modelled", sw.fair_lag));
-        if (m.fair_scheduling && sw.chunk_follow)
-            r.fail(*switch_config, "aggregation.chunk_follow is true: the model serves each fair queue in FIFO order; "
-                                   "chunk following is not modelled");
-        if (m.fair_scheduling)
-            for (std::size_t i = 0; i < sw.clusters.size(); ++i)
-                if (sw.clusters[i].weight != 1)
-                    r.fail(*switch_config, fmt::format("aggregation.clusters[{}].weight is {}: the model gives every "
-                                                       "cluster weight 1 (weights are not modelled)",
-                                                       i, sw.clusters[i].weight));
+        // The fair queues' options, as core::PortQueue serves them (docs/verification.md): each
+        // cluster's weight (its DRR quantum in packets), bounded lag, chunk following.
+        if (m.fair_scheduling) {
+            m.fair_lag = static_cast<int>(sw.fair_lag);
+            m.chunk_follow = sw.chunk_follow;
+        }
+        for (int c = 0; c < 32; ++c) {
+            int weight = 1;
+            for (const auto& rule : sw.clusters)
+                if (rule.id == c + 1) weight = static_cast<int>(rule.weight);
+            switch_weights.push_back(weight);
+        }
         // Per-cluster rules (aggregation.clusters): the replay's cluster c has id c + 1 and sends
         // from 10.0.0.(c + 1). With rules, a cluster merges only if its rule turns aggregation on
         // and lists that address (the switch forwards unknown clusters and non-members unmerged).
@@ -126,8 +126,10 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
             has_cluster_rules = true;
         }
         cfg.notes += fmt::format("from {} port {}: queue {} packets, mark depth {}, aggregation {}, feedback {}, "
-                                 "scheduling {}\n", path.string(), port->name, m.queue_packets, m.mark_depth,
-                                 m.aggregation, m.feedback, m.fair_scheduling ? "drr" : "fifo");
+                                 "scheduling {}{}{}\n", path.string(), port->name, m.queue_packets, m.mark_depth,
+                                 m.aggregation, m.feedback, m.fair_scheduling ? "drr" : "fifo",
+                                 m.fair_lag != 0 ? fmt::format(" (bounded lag {})", m.fair_lag) : std::string(),
+                                 m.chunk_follow ? ", chunk following" : "");
         if (port->marking.sojourn_us != 0)
             cfg.notes += "note: sojourn marking is not modelled (depth marking only)\n";
     } else if (const auto switch_port = top.get("switch_port")) {
@@ -216,7 +218,8 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     if (const auto model = top.get("model")) {
         const MapView n = r.map(*model, {"clusters", "horizon", "chunks", "elems_per_chunk", "service_rate", "max_arrivals",
                                          "credit_delay", "feedback_delay", "feedback", "queue_packets", "mark_depth",
-                                         "aggregation", "exact_window", "scheduling", "versions", "version_tolerance"});
+                                         "aggregation", "exact_window", "scheduling", "versions", "version_tolerance",
+                                         "weights", "fair_lag", "chunk_follow"});
         auto get = [&](const char* key, int& out, int lo, int hi) {
             if (auto x = n.get(key)) out = integer(r, *x, lo, hi);
         };
@@ -243,8 +246,34 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
             const std::string v = r.string(*x, "fifo or drr");
             if (v != "fifo" && v != "drr") r.fail(*x, "expected fifo or drr, not '" + v + "'");
             m.fair_scheduling = v == "drr";
+            if (!m.fair_scheduling) {  // the fair queues' options do nothing on a FIFO port
+                m.fair_lag = 0;
+                m.chunk_follow = false;
+            }
+        }
+        if (auto x = n.get("weights")) {
+            if (!x->node.IsSequence()) r.fail(*x, "expected a list of weights, one per cluster");
+            switch_weights.clear();
+            for (const Value& w : r.list(*x, "weights")) switch_weights.push_back(integer(r, w, 1, 1000));
+            if (static_cast<int>(switch_weights.size()) != m.clusters)
+                r.fail(*x, fmt::format("lists {} weights but model.clusters is {}", switch_weights.size(), m.clusters));
+        }
+        if (auto x = n.get("fair_lag")) {
+            m.fair_lag = integer(r, *x, 0, 65535);
+            if (m.fair_lag != 0 && !m.fair_scheduling) r.fail(*x, "bounded lag needs fair queues (scheduling drr)");
+        }
+        if (auto x = n.get("chunk_follow")) {
+            m.chunk_follow = r.boolean(*x);
+            if (m.chunk_follow && !m.fair_scheduling) r.fail(*x, "chunk following needs fair queues (scheduling drr)");
         }
     }
+    // Weights: the model's clusters 0..C-1 (switch ids 1..C); all 1 is the unweighted scheduler.
+    if (static_cast<int>(switch_weights.size()) > m.clusters) switch_weights.resize(m.clusters);
+    if (std::any_of(switch_weights.begin(), switch_weights.end(), [](int w) { return w != 1; }))
+        m.weights = switch_weights;
+    if (!m.weights.empty())
+        cfg.notes += fmt::format("cluster weights (DRR quantum in packets per turn{}): {}\n",
+                                 m.fair_scheduling ? "" : "; unused on a FIFO port", fmt::join(m.weights, ", "));
     if (worker_configs && worker_configs->node.size() > 1 && static_cast<int>(worker_configs->node.size()) != m.clusters)
         r.fail(*worker_configs,
                fmt::format("lists {} files but model.clusters is {}: give one file per cluster, or one for all",
@@ -272,10 +301,19 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
     if (const auto properties = top.get("properties")) {
         const MapView p = r.map(*properties, {"fairness", "responsiveness", "aom", "version_spread"});
         if (const auto section = p.get("fairness")) {
-            const MapView f = r.map(*section, {"window", "epsilon"});
+            const MapView f = r.map(*section, {"window", "epsilon", "shares"});
             FairnessSpec s;
             if (auto x = f.get("window")) s.window = integer(r, *x, 1, 200);
             if (auto x = f.get("epsilon")) s.epsilon = integer(r, *x, 0, 1000);
+            // The shares the operator wants: the switch's weights unless given.
+            s.shares = m.weights;
+            if (auto x = f.get("shares")) {
+                if (!x->node.IsSequence()) r.fail(*x, "expected a list of shares, one per cluster");
+                s.shares.clear();
+                for (const Value& w : r.list(*x, "shares")) s.shares.push_back(integer(r, w, 1, 1000));
+                if (static_cast<int>(s.shares.size()) != m.clusters)
+                    r.fail(*x, fmt::format("lists {} shares but model.clusters is {}", s.shares.size(), m.clusters));
+            }
             cfg.fairness = s;
         }
         if (const auto section = p.get("responsiveness")) {

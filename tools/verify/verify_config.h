@@ -33,7 +33,13 @@ struct ModelParams : sim::SlottedSystem {
     bool legacy_version_match = false;
 };
 
-struct FairnessSpec { int window = 4; int epsilon = 2; };
+// Weighted fairness: shares[c] is cluster c's intended share (empty or missing entries: 1).
+struct FairnessSpec {
+    int window = 4;
+    int epsilon = 2;
+    std::vector<int> shares;
+    int share_of(int c) const { return c < static_cast<int>(shares.size()) ? shares[c] : 1; }
+};
 struct ResponsivenessSpec { int within = 6; int threshold = 0; };
 struct AomSpec { int bound = 4; };
 struct VersionSpreadSpec { int bound = 0; };  // max - min version in a departing packet
