@@ -507,8 +507,8 @@ TEST_CASE("versions: the model's merge index and tolerance agree with the real q
 TEST_CASE("version spread: proved within the tolerance; the old rule's chaining is found and is not the real queue's") {
     // Marking off: no window cuts, so the interval abstraction of a cut plays no part and every
     // counterexample follows the real senders exactly; the merge rule is what is under test.
-    // Horizon 5 keeps CI short (versions.yaml at horizon 7: tools/verify/benchmark.sh).
-    VerifyConfig cfg = marking_off(5);
+    // Horizon 4 keeps CI short (versions.yaml at horizon 7: tools/verify/benchmark.sh).
+    VerifyConfig cfg = marking_off(4);
     cfg.model.versions = 4;
     cfg.model.version_tolerance = 2;
     cfg.model.queue_packets = 8;

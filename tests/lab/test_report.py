@@ -178,7 +178,7 @@ def test_replot_writes_the_whole_report(report_dir, capsys):
     with open(os.path.join(report_dir, "report.md")) as f:
         report = f.read().split("\n")
     assert [line for line in report if line.startswith("#")] == [
-        "# Shesha lab report: recorded", "## Headline", "## Goals: full Shesha against FIFO", "## Seed by seed",
+        "# Shesha lab report: recorded", "## Headline", "## Verification", "## Goals: full Shesha against FIFO", "## Seed by seed",
         "### `shesha` against `fifo`", "## Time to target over seeds", "## Per cluster", "## Bottleneck",
         "## Figures", "### Return vs wall time", "### Return vs environment steps", "### Age-of-Model vs time",
         "### Sending window of worker 0 vs time", "### Queue depth and sojourn at the bottleneck",
@@ -189,6 +189,9 @@ def test_replot_writes_the_whole_report(report_dir, capsys):
         "- Cluster 2 (Acrobot-v1) time to target at least 2x shorter: **met** (FIFO's median seed never reached "
         "the target; Shesha's did)."]
     assert "- Mean AoM at most 1/3 of FIFO's: **met** (12.0 ms vs 40.0 ms: ratio 0.30)." in report
+    # No configs/scenario.yaml in this made-up directory: nothing for shesha-verify to check.
+    assert ("fairness/responsiveness/AoM: not checked (no configs/scenario.yaml, or shesha-verify not built)"
+            in report)
     assert ("| fifo | agg off, fb off, cc off | 21.0 | not reached (0/2) | 1.00x | 40.0 | 1.00 | 14 | 0 | 0.800 | "
             "0.900 |") in report  # delivered: 10 and 20 updates/s, (10 + 20)^2 / (2 (10^2 + 20^2))
     assert ("| shesha | agg on, fb on, cc on | 10.5 | 32.0 | 2.00x | 12.0 | 0.30 | 0 | 100 | 1.000 | 0.900 |") in report
@@ -245,3 +248,85 @@ def test_model_delivery_section():
     assert "| u | unicast | c1 | 38.00 (30.00..40.00) | 3 |" in lines
     assert "| r | replicated | c1 | 10.40 (10.00..12.20) | 3 |" in lines
     assert model_delivery_section(scenario, [unicast], {"u": results["u"]}) == []
+
+
+VERIFIED = {"input": "configs/scenario.yaml", "line": "fairness/responsiveness/AoM: verified to horizon 6",
+            "horizon": 6,
+            "results": {"fairness": {"verified": True, "seconds": 0.6}, "responsiveness": {"verified": True,
+                                                                                          "seconds": 0.01},
+                        "aom": {"verified": True, "seconds": 0.4}},
+            "port": "the shared learner port (learners) of switch tor, arm shesha", "clusters": [1, 2],
+            "bounds": ["queue: 128 packets per class, marking at 32 -> 4 slots, marking at 1 (the same fraction, "
+                       "rounded)"],
+            "abstracted": ["switches[0].bottleneck.rate: 10M: the model counts time in steps of one departure"]}
+
+
+def test_verification_section_from_a_recorded_summary(tmp_path):
+    from shesha_lab.report import verification_section
+    (tmp_path / "verification.json").write_text(json.dumps(VERIFIED))
+    assert verification_section(str(tmp_path), verifier="/nonexistent") == [
+        "", "## Verification", "", "**fairness/responsiveness/AoM: verified to horizon 6**", "",
+        "`shesha-verify check` (bounded model, Z3; docs/verification.md) on the shared learner port (learners) of "
+        "switch tor, arm shesha, clusters 1, 2. Bounds:", "",
+        "- queue: 128 packets per class, marking at 32 -> 4 slots, marking at 1 (the same fraction, rounded)",
+        "", "Abstracted by the model:", "",
+        "- switches[0].bottleneck.rate: 10M: the model counts time in steps of one departure"]
+
+
+def test_verification_section_names_a_counterexample_and_a_refusal(tmp_path):
+    from shesha_lab.report import verification_section
+    failed = json.loads(json.dumps(VERIFIED))
+    failed["line"] = "responsiveness/AoM: verified to horizon 6; fairness: counterexample within horizon 6"
+    failed["results"]["fairness"] = {"verified": False, "seconds": 1.0, "step": 2,
+                                     "counterexample": str(tmp_path / "verification" / "scenario-fairness.json")}
+    (tmp_path / "verification.json").write_text(json.dumps(failed))
+    lines = verification_section(str(tmp_path), verifier="/nonexistent")
+    assert lines[3] == "**responsiveness/AoM: verified to horizon 6; fairness: counterexample within horizon 6**"
+    assert ("- fairness: counterexample at step 2, written to `verification/scenario-fairness.json` "
+            "(`shesha-verify replay` runs it on the real pipeline)") in lines
+    (tmp_path / "verification.json").write_text(json.dumps({"error": "configs/scenario.yaml: links: not modelled"}))
+    assert verification_section(str(tmp_path), verifier="/nonexistent")[3:] == [
+        "fairness/responsiveness/AoM: not checked: configs/scenario.yaml: links: not modelled"]
+
+
+def built_verifier():
+    from shesha_lab.report import verifier_path
+    path = verifier_path()
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} is not built")
+    return path
+
+
+def test_verification_section_runs_shesha_verify_on_the_scenario(tmp_path, source_root):
+    """The lab's fairness scenario, as a report directory keeps it: verified, and kept in verification.json."""
+    from shesha_lab.report import verification_section
+    verifier = built_verifier()
+    (tmp_path / "configs").mkdir()
+    with open(os.path.join(source_root, "configs", "lab-fairness.yaml")) as f:
+        (tmp_path / "configs" / "scenario.yaml").write_text(f.read())
+    lines = verification_section(str(tmp_path), verifier=verifier)
+    assert lines[3] == "**fairness/responsiveness/AoM: verified to horizon 6**"
+    assert ("`shesha-verify check` (bounded model, Z3; docs/verification.md) on the shared learner port (learners) "
+            "of switch tor, arm shesha, clusters 1, 2. Bounds:") in lines
+    assert "- switches[0].bottleneck.rate: 10M: the model counts time in steps of one departure" in lines
+    with open(tmp_path / "verification.json") as f:
+        kept = json.load(f)
+    assert kept["line"] == "fairness/responsiveness/AoM: verified to horizon 6"
+    assert all(r["verified"] for r in kept["results"].values())
+    # A second report reads the kept summary instead of running the verifier again.
+    assert verification_section(str(tmp_path), verifier="/nonexistent") == lines
+
+
+def test_verification_section_reports_what_the_verifier_refuses(tmp_path, source_root):
+    from shesha_lab.report import verification_section
+    verifier = built_verifier()
+    (tmp_path / "configs").mkdir()
+    with open(os.path.join(source_root, "configs", "lab-fairness.yaml")) as f:
+        text = f.read()
+    # Only the FIFO arm, whose senders ignore marks: not something the model represents.
+    text = text[:text.index("\narms:")] + "\narms:\n  - {name: fifo, aggregation: off, feedback: off, " \
+        "congestion_control: off, scheduling: fifo}\n"
+    (tmp_path / "configs" / "scenario.yaml").write_text(text)
+    lines = verification_section(str(tmp_path), verifier=verifier)
+    assert lines[3].startswith("fairness/responsiveness/AoM: not checked: ")
+    assert "arms[0].congestion_control is off (arm fifo)" in lines[3]

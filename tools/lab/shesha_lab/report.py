@@ -3,7 +3,9 @@ at the end of a run, all from the analysed results (analysis.py) and the figures
 import json
 import os
 import statistics
+import subprocess
 
+from . import SOURCE_ROOT
 from .analysis import arm_summary, mean, model_chunks_per_version, ratio, seed_verdicts
 from .cluster_files import eval_interval_s
 from .plots import plot_all
@@ -241,6 +243,71 @@ def model_delivery_section(scenario, arms, results):
     return lines
 
 
+VERIFY_TIMEOUT_S = 600
+
+
+def verifier_path():
+    """shesha-verify: $SHESHA_VERIFY, else the source tree's build (the lab's default --build-dir)."""
+    return os.environ.get("SHESHA_VERIFY") or os.path.join(SOURCE_ROOT, "build", "tools", "verify", "shesha-verify")
+
+
+def run_verifier(out, verifier):
+    """Runs `shesha-verify check` on the report's scenario (configs/scenario.yaml) and writes its
+    summary to verification.json ({"error": ...} if it refuses the scenario). Returns the summary,
+    or None when there is nothing to check or no verifier."""
+    scenario_file = os.path.join(out, "configs", "scenario.yaml")
+    if not os.path.isfile(scenario_file) or not os.access(verifier, os.X_OK):
+        return None
+    summary_file = os.path.join(out, "verification.json")
+    cex_dir = os.path.join(out, "verification")
+    os.makedirs(cex_dir, exist_ok=True)
+    try:
+        done = subprocess.run([verifier, "check", scenario_file, "--summary", summary_file, "--out-dir", cex_dir,
+                               "--log-level", "warn"], capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        summary = {"error": f"shesha-verify check did not finish within {VERIFY_TIMEOUT_S} s"}
+    else:
+        if done.returncode in (0, 1) and os.path.isfile(summary_file):
+            with open(summary_file) as f:
+                return json.load(f)
+        message = (done.stderr or done.stdout).strip().splitlines()
+        summary = {"error": message[-1] if message else f"shesha-verify exited {done.returncode}"}
+    with open(summary_file, "w") as f:
+        json.dump(summary, f, indent=1)
+    return summary
+
+
+def verification_section(out, verifier=None):
+    """The bounded model check of the scenario's shared port (shesha-verify check, docs/verification.md):
+    verification.json if the report has it, else shesha-verify is run once and its summary kept. The
+    result is one line, e.g. "fairness/responsiveness/AoM: verified to horizon 6", then the port,
+    clusters and bounds checked and what the model abstracts."""
+    lines = ["", "## Verification", ""]
+    summary_file = os.path.join(out, "verification.json")
+    if os.path.isfile(summary_file):
+        with open(summary_file) as f:
+            summary = json.load(f)
+    else:
+        summary = run_verifier(out, verifier or verifier_path())
+    if summary is None:
+        return lines + ["fairness/responsiveness/AoM: not checked (no configs/scenario.yaml, or shesha-verify not "
+                        "built)"]
+    if "error" in summary:
+        return lines + [f"fairness/responsiveness/AoM: not checked: {summary['error']}"]
+    lines += [f"**{summary['line']}**", "",
+              f"`shesha-verify check` (bounded model, Z3; docs/verification.md) on {summary['port']}, clusters "
+              + ", ".join(str(c) for c in summary["clusters"]) + ". Bounds:", ""]
+    lines += [f"- {b}" for b in summary.get("bounds", [])]
+    failed = {name: r for name, r in summary["results"].items() if not r["verified"]}
+    for name, r in failed.items():
+        lines.append(f"- {name}: counterexample at step {r.get('step', '?')}, written to "
+                     f"`{os.path.relpath(r.get('counterexample', '?'), out)}` (`shesha-verify replay` runs it on the "
+                     "real pipeline)")
+    if summary.get("abstracted"):
+        lines += ["", "Abstracted by the model:", ""] + [f"- {a}" for a in summary["abstracted"]]
+    return lines
+
+
 def figures_section(figures):
     lines = ["", "## Figures", ""]
     for title, file_name in figures:
@@ -268,6 +335,7 @@ def write_report(out, scenario, kind, results):
     figures = plot_all(out, scenario, kind, results)
     lines = title_section(scenario, kind, arms)
     lines += headline_section(scenario, arms, summaries, base)
+    lines += verification_section(out)
     lines += goals_section(scenario, arms, summaries, results)
     lines += robustness_section(scenario, arms, results)
     lines += seeds_section(scenario, arms, summaries)
