@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "deployment.h"
 #include "implementation.h"
 #include "symbolic.h"
 #include "verify_config.h"
@@ -779,4 +780,54 @@ TEST_CASE("counterexample files: one line per step, and a damaged file names the
     CHECK(error_of(damaged) == "cex.json: not a shesha-verify counterexample: key steps[0].window: wrong type");
     CHECK(error_of(text.substr(0, text.size() / 2)).starts_with("cex.json: not a counterexample file: not valid JSON: "));
     CHECK(error_of("").starts_with("cex.json: not a counterexample file: not valid JSON: "));
+}
+
+TEST_CASE("check on a deployment: a switch YAML and its cluster YAMLs become the bounded model of the shared port") {
+    const std::string dir = SHESHA_VERIFY_EXAMPLES;
+    CHECK(input_kind(dir + "/good.yaml") == InputKind::VerifyYaml);
+    CHECK(input_kind(dir + "/switch-small.yaml") == InputKind::SwitchYaml);
+    CHECK(input_kind(std::string(SHESHA_VERIFY_EXAMPLES) + "/../../../configs/lab-default.yaml") == InputKind::LabScenario);
+    const Deployment d = deployment_from_switch(dir + "/switch-weighted-3-2-1.yaml", "",
+                                                {dir + "/cluster-small.yaml", dir + "/cluster-small.yaml",
+                                                 dir + "/cluster-small.yaml"});
+    CHECK(d.port == "port egress of " + dir + "/switch-weighted-3-2-1.yaml");
+    CHECK(d.cluster_ids == std::vector<int>{1, 2, 3});
+    const ModelParams& m = d.config.model;
+    CHECK(m.clusters == 3);
+    CHECK(m.weights == std::vector<int>{3, 2, 1});
+    CHECK(m.fair_scheduling);
+    CHECK(m.queue_packets == 4);
+    CHECK(m.mark_depth == 3);  // 3 of 4 packets: the same fraction
+    CHECK(m.horizon == 6);
+    CHECK(m.w_max == 4);
+    REQUIRE(d.config.fairness);
+    CHECK(d.config.fairness->shares == std::vector<int>{3, 2, 1});
+    REQUIRE(d.config.aom);
+    CHECK(d.config.aom->bound == 6);  // the sum of the weights
+    REQUIRE(d.config.responsiveness);
+    CHECK(d.config.responsiveness->threshold == 3);
+    auto error_of = [&](const std::vector<std::string>& clusters, const std::string& port = "") {
+        try {
+            deployment_from_switch(dir + "/switch-weighted-3-2-1.yaml", port, clusters);
+        } catch (const VerifyConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_of({}).find("give the cluster YAML of each cluster") != std::string::npos);
+    CHECK(error_of({dir + "/cluster-small.yaml"}, "nowhere").find("--port: no port named 'nowhere'") != std::string::npos);
+    CHECK(error_of({dir + "/cluster-small.yaml", dir + "/cluster-small.yaml", dir + "/cluster-small.yaml",
+                    dir + "/cluster-small.yaml"})
+              .find("aggregation.clusters has 3 rules but 4 cluster YAMLs were given") != std::string::npos);
+    // A cluster capped at 1 starts at min(w_init, cap) = 1, as the model does: accepted.
+    CHECK(error_of({dir + "/cluster-small.yaml", dir + "/cluster-capped.yaml", dir + "/cluster-small.yaml"}).empty());
+    // One that starts lower below its cap is not what the model runs; nor is merge_aware.
+    const auto tmp = std::filesystem::temp_directory_path() / fmt::format("shesha-verify-dep-{}", ::getpid());
+    std::filesystem::create_directories(tmp);
+    std::ofstream(tmp / "slow.yaml") << "env: CartPole-v1\ntransport: {w_init: 1, w_min: 1, w_max: 4}\n";
+    std::ofstream(tmp / "aware.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 1, w_max: 4, merge_aware: true}\n";
+    const std::string slow = (tmp / "slow.yaml").string(), aware = (tmp / "aware.yaml").string();
+    CHECK(error_of({dir + "/cluster-small.yaml", slow, slow}).find(slow + ": transport.w_init: ") != std::string::npos);
+    CHECK(error_of({aware, aware, aware}).find(aware + ": transport.merge_aware is true") != std::string::npos);
+    std::filesystem::remove_all(tmp);
 }

@@ -126,9 +126,8 @@ void build(const PortFacts& f, Deployment& dep) {
     for (int c = 0; c < C; ++c) {
         const int starts = static_cast<int>(std::min<double>(f.transport[c].w_init, caps[c]));
         if (starts != std::min(widest_init, caps[c]))
-            fail(fmt::format("{}: transport.w_init: {} starts at {} chunks, another cluster at {}: the model starts every "
-                             "cluster at min(w_init, its cap)", f.transport_keys[c], f.transport_keys[c], starts,
-                             widest_init));
+            fail(fmt::format("{}: transport.w_init: this cluster starts at {} chunks, another at {}: the model starts "
+                             "every cluster at min(w_init, its cap)", f.transport_keys[c], starts, widest_init));
     }
     if (std::any_of(caps.begin(), caps.end(), [&](int w) { return w != m.w_max; })) m.w_max_by_cluster = caps;
     dep.bounds.push_back(fmt::format("windows: [{}, {}] init {} chunks -> [{}, {}] init {}", t0.w_min, t0.w_max,
@@ -189,7 +188,9 @@ InputKind input_kind(const std::string& path) {
     const YAML::Node root = load_yaml(read_text(path), path);
     if (!root.IsMap()) return InputKind::VerifyYaml;  // the verify parser names the problem
     if (root["ports"]) return InputKind::SwitchYaml;
-    if (root["arms"] || root["switches"] || root["learners"] || root["duration_s"]) return InputKind::LabScenario;
+    // A lab scenario's own keys (a verify YAML has none of them; the lab's loader checks the rest).
+    for (const char* key : {"arms", "switches", "learners", "duration_s", "clusters", "seeds", "name"})
+        if (root[key]) return InputKind::LabScenario;
     return InputKind::VerifyYaml;
 }
 
@@ -249,6 +250,9 @@ Deployment deployment_from_switch(const std::string& switch_yaml, const std::str
                                  "{}: the model has one tolerance", switch_yaml, c, rule.version_tolerance, *tolerance));
             tolerance = static_cast<int>(rule.version_tolerance);
         }
+        if (!rule.member_ips.empty() || !rule.member_macs.empty() || !rule.member_bindings.empty())
+            dep.abstracted.push_back(fmt::format("aggregation.clusters[{}].members: taken to list every worker of {} "
+                                                 "(the model's sender is a member)", c, cluster_files[c]));
         if (rule.model_replication)
             dep.abstracted.push_back(fmt::format("aggregation.clusters[{}].model_replication: acts on MODEL packets "
                                                  "towards the workers, not on this port's gradients", c));
