@@ -133,8 +133,8 @@ void build(const PortFacts& f, Deployment& dep) {
     dep.bounds.push_back(fmt::format("windows: [{}, {}] init {} chunks -> [{}, {}] init {}", t0.w_min, t0.w_max,
                                      t0.w_init, m.w_min, m.w_max, m.w_init));
     dep.bounds.push_back(fmt::format("{} chunk indexes per update, one sender per cluster, {} arrivals per step and "
-                                     "sender, {} packet per step leaves the port, credits and FEEDBACK after 1 step, "
-                                     "horizon {} steps", m.chunks, m.max_arrivals, m.service_rate, m.horizon));
+                                     "sender, {} packet per step leaves the port, credits and FEEDBACK after 1 step "
+                                     "(horizon: the model line)", m.chunks, m.max_arrivals, m.service_rate));
     // The properties: the default bounds of the examples.
     std::vector<int> shares = m.weights;
     cfg.fairness = FairnessSpec{4, 1, shares};
