@@ -307,6 +307,20 @@ TEST_CASE("weighted fair queues: 2:1 and 3:2:1 shares verify; with the weights r
     const ReplayReport erep = replay(counterexample_from_json(to_json(e.cex), "<memory>"));
     CHECK(erep.reproduced);
     CHECK(erep.follows_model);
+    // AoM under 3:2:1: the weight-1 cluster waits for the others' turns, 3 + 2 packets; bound 4 is
+    // refuted by a real counterexample (it waits 5 steps on the real pipeline too).
+    REQUIRE(three.aom);
+    CHECK(three.aom->bound == 5);
+    CHECK(check_property(three, Property::Aom).verified);
+    VerifyConfig tighter = three;
+    tighter.aom = AomSpec{4};
+    const CheckResult a = check_property(tighter, Property::Aom);
+    REQUIRE_FALSE(a.verified);
+    CHECK(a.cex.what.find("cluster 2 waited more than 4 steps") != std::string::npos);
+    const ReplayReport arep = replay(counterexample_from_json(to_json(a.cex), "<memory>"));
+    CHECK(arep.reproduced);
+    CHECK(arep.same_step);
+    CHECK(arep.follows_model);
 }
 
 TEST_CASE("weights, bounded lag and chunk following: the model agrees with the real pipeline, and a model without them is caught") {

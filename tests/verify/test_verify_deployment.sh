@@ -91,7 +91,7 @@ has "$out/shares.log" "properties.fairness.shares: lists 3 shares but model.clus
 
 # The weights removed from the switch config: the operator's 2:1 fails; the real pipeline shows it.
 expect_rc 0 "$out/weighted.log" "$verify" check "$examples/weighted-2-1.yaml" --out-dir "$out"
-has "$out/weighted.log" "fairness: verified to horizon 8"
+has "$out/weighted.log" "fairness/AoM: verified to horizon 8"
 has "$out/weighted.log" "fairness: verified within bounds (horizon 8)"
 expect_rc 1 "$out/removed.log" "$verify" check "$examples/weights-removed.yaml" --out-dir "$out"
 cex="$out/weights-removed-fairness.json"
