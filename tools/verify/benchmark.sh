@@ -16,8 +16,15 @@ examples=$here/examples
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# name | example | property | horizon | expected verdict (verified / counterexample)
+# good.yaml's system with exact window arithmetic and epsilon 0 (DRR alternates packet by packet).
+/usr/bin/sed -e 's/fairness: {window: 4, epsilon: 1}/fairness: {window: 4, epsilon: 0}/' \
+    -e 's/^  feedback_delay: 1$/  feedback_delay: 1\n  exact_window: true/' \
+    -e "s|switch-small.yaml|$examples/switch-small.yaml|; s|\[cluster-small.yaml\]|[$examples/cluster-small.yaml]|" \
+    "$examples/good.yaml" > "$out/good-exact-eps0.yaml"
+
+# name | example (@: generated above) | property | horizon | expected verdict (verified / counterexample)
 checks=(
+    "good-exact-eps0-t8|@good-exact-eps0.yaml|fairness|8|verified"
     "good-fairness-t8|good.yaml|fairness|8|verified"
     "good-aom-t8|good.yaml|aom|8|verified"
     "good-aom-t10|good.yaml|aom|10|verified"
@@ -35,6 +42,7 @@ checks=(
     "fair-lag-fairness-t8|fair-lag.yaml|fairness|8|counterexample"
     "fair-lag-aom-t8|fair-lag.yaml|aom|8|counterexample"
     "fair-lag-responsiveness-t8|fair-lag.yaml|responsiveness|8|verified"
+    "chunk-follow-fairness-t6|chunk-follow.yaml|fairness|6|verified"
     "chunk-follow-fairness-t7|chunk-follow.yaml|fairness|7|verified"
     "chunk-follow-aom-t7|chunk-follow.yaml|aom|7|verified"
     "lab-fairness-t8|../../../configs/lab-fairness.yaml|all|8|verified"
@@ -44,7 +52,9 @@ printf '%-28s %-16s %-8s %-15s %10s\n' check property horizon verdict seconds
 for row in "${checks[@]}"; do
     IFS='|' read -r name file property horizon expected <<< "$row"
     if [[ $# -gt 0 ]] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
-    args=(check "$examples/$file" --horizon "$horizon" --out-dir "$out" --log-level warn)
+    path=$examples/$file
+    [[ $file == @* ]] && path=$out/${file#@}
+    args=(check "$path" --horizon "$horizon" --out-dir "$out" --log-level warn)
     [[ $property == all ]] || args+=(--property "$property")
     start=$(date +%s.%N)
     "$verify" "${args[@]}" > "$out/$name.log" 2>&1
