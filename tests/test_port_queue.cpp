@@ -240,6 +240,28 @@ TEST_CASE("Bounded lag: a class that becomes backlogged banks nothing from its i
     CHECK(q.class_queue(q.class_of(2)).depth() == 15);
 }
 
+TEST_CASE("Bounded lag: after the whole port went idle, the class that joins first banks nothing either",
+          "[port_queue]") {
+    // The verifier's counterexample (tools/verify/examples/regressions/aom-fair-lag-t8.json): cluster
+    // 2 is served alone, the port empties, and both come back with cluster 1 first. Before the fix
+    // cluster 1 found no backlogged class to be raised to, kept service 0 against cluster 2's 5 and
+    // was served 3 packets in a row.
+    const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}};
+    PortQueue q(config(), Scheduling::Drr, classes, 1, 1);
+    Packets p;
+    for (int i = 0; i < 5; ++i) REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
+    for (int i = 0; i < 5; ++i) CHECK(next_cluster(q) == 2);
+    REQUIRE(q.depth() == 0);
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(q.enqueue(tagged(p, 1, 1), 0).status == EnqueueStatus::Queued);
+        REQUIRE(q.enqueue(tagged(p, 2, 1), 0).status == EnqueueStatus::Queued);
+    }
+    CHECK(q.class_service(q.class_of(1)) == 5 * PortQueue::kServiceScale);  // raised to the highest service
+    std::vector<std::uint16_t> order;
+    for (int i = 0; i < 8; ++i) order.push_back(next_cluster(q));
+    CHECK(order == std::vector<std::uint16_t>{1, 2, 1, 2, 1, 2, 1, 2});
+}
+
 TEST_CASE("Bounded lag: front_len commits the choice; FIFO ignores fair_lag; random workloads keep the bound",
           "[port_queue]") {
     const std::vector<SchedulingClass> classes{{1, 1}, {2, 1}, {3, 1}};

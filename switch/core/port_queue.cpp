@@ -118,10 +118,16 @@ void PortQueue::note_sent(std::uint16_t cluster_id, std::uint16_t contributions)
 
 // Bounded-lag round robin: a class that becomes backlogged starts no lower than the least-served
 // backlogged class, so service it did not use while idle is not banked (as DRR forfeits an emptied
-// class's deficit).
+// class's deficit). A class that finds the whole port idle starts a new busy period: it starts no
+// lower than any class's service, so no class that joins after it carries a lead from before
+// (else the class that was served least before the idle period is served until it catches up).
 void PortQueue::join(std::size_t c) noexcept {
     const std::int64_t least = least_service(c);
-    if (least != INT64_MAX && service_[c] < least) service_[c] = least;
+    if (least != INT64_MAX) {
+        if (service_[c] < least) service_[c] = least;
+        return;
+    }
+    service_[c] = *std::max_element(service_.begin(), service_.end());
 }
 
 std::int64_t PortQueue::least_service(std::size_t except) const noexcept {

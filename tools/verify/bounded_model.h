@@ -651,11 +651,17 @@ private:
         return least;
     }
 
-    // PortQueue::join(q) when `happens` (an arrival queued into the empty class q).
+    // PortQueue::join(q) when `happens` (an arrival queued into the empty class q): no lower than
+    // the least-served backlogged class; on an idle port, no lower than any class's service.
     void join(int q, const B& happens) {
         const I least = least_service(q);
         ClassQueue& cq = queues_[q];
-        cq.service = d_.sel(happens && least != d_.lit(kNoService) && cq.service < least, least, cq.service);
+        I highest = queues_[0].service;
+        for (int k = 1; k < static_cast<int>(queues_.size()); ++k)
+            highest = d_.sel(queues_[k].service > highest, queues_[k].service, highest);
+        const B idle_port = least == d_.lit(kNoService);
+        cq.service = d_.sel(happens && !idle_port && cq.service < least, least,
+                            d_.sel(happens && idle_port, highest, cq.service));
     }
 
     // AggregatingQueue::follow_chunk() on class q when `happens` (class queues hold one cluster).
