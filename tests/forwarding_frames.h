@@ -22,7 +22,8 @@ inline frame::MacAddr mac(std::uint8_t last) { return {0x02, 0, 0, 0, 0, last}; 
 inline std::uint32_t host_ip(std::uint8_t last) { return (10u << 24) | last; }  // 10.0.0.x, never sent anywhere
 
 inline std::vector<std::uint8_t> udp_frame(const frame::MacAddr& src, const frame::MacAddr& dst, std::uint32_t sip,
-                                           std::uint32_t dip, std::uint16_t dport, const std::vector<std::uint8_t>& payload) {
+                                           std::uint32_t dip, std::uint16_t dport, const std::vector<std::uint8_t>& payload,
+                                           std::uint16_t sport = kWorkerPort) {
     std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
     std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
     frame::Endpoints ep;
@@ -30,7 +31,7 @@ inline std::vector<std::uint8_t> udp_frame(const frame::MacAddr& src, const fram
     ep.dst_mac = dst;
     ep.src_ip = sip;
     ep.dst_ip = dip;
-    ep.src_port = kWorkerPort;
+    ep.src_port = sport;
     ep.dst_port = dport;
     ep.ecn = 1;
     REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
@@ -92,21 +93,11 @@ inline std::uint16_t worker_port(std::uint8_t host) { return static_cast<std::ui
 
 // A Shesha message from (mac, ip, udp port) to (dst mac, dst ip, Shesha port).
 inline std::vector<std::uint8_t> shesha_frame(const frame::MacAddr& src, std::uint32_t sip, std::uint16_t sport,
-                                       const frame::MacAddr& dst, std::uint32_t dip, const proto::Header& h,
-                                       const std::vector<std::uint8_t>& body) {
+                                              const frame::MacAddr& dst, std::uint32_t dip, const proto::Header& h,
+                                              const std::vector<std::uint8_t>& body) {
     std::vector<std::uint8_t> payload(proto::kHeaderSize + body.size());
     REQUIRE(proto::encode(h, body, payload) == payload.size());
-    std::vector<std::uint8_t> f(frame::kUdpPayloadOffset + payload.size());
-    std::memcpy(f.data() + frame::kUdpPayloadOffset, payload.data(), payload.size());
-    frame::Endpoints ep;
-    ep.src_mac = src;
-    ep.dst_mac = dst;
-    ep.src_ip = sip;
-    ep.dst_ip = dip;
-    ep.src_port = sport;
-    ep.dst_port = proto::kDefaultUdpPort;
-    REQUIRE(frame::build_udp_frame(ep, payload.size(), f) == f.size());
-    return f;
+    return udp_frame(src, dst, sip, dip, proto::kDefaultUdpPort, payload, sport);
 }
 
 // A worker's model request: a MODEL without elements, to the learner.

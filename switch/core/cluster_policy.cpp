@@ -25,14 +25,20 @@ ClusterPolicy::ClusterPolicy(std::span<const ClusterRule> rules, NonMemberAction
     }
 }
 
+namespace {
+// Whether (mac, ip) is on a rule's allow-list: a MAC, an IP, or a MAC@IP binding.
+bool on_allow_list(const ClusterRule& r, const Mac& mac, std::uint32_t ip) noexcept {
+    return std::binary_search(r.allowed_macs.begin(), r.allowed_macs.end(), mac) ||
+           std::binary_search(r.allowed_ips.begin(), r.allowed_ips.end(), ip) ||
+           (!r.allowed_bindings.empty() &&
+            std::binary_search(r.allowed_bindings.begin(), r.allowed_bindings.end(), MacIp{mac, ip}));
+}
+}  // namespace
+
 bool ClusterPolicy::is_member(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip) const noexcept {
     const auto it = std::lower_bound(rules_.begin(), rules_.end(), cluster_id,
                                      [](const ClusterRule& r, std::uint16_t id) { return r.cluster_id < id; });
-    if (it == rules_.end() || it->cluster_id != cluster_id) return false;
-    return std::binary_search(it->allowed_macs.begin(), it->allowed_macs.end(), src_mac) ||
-           std::binary_search(it->allowed_ips.begin(), it->allowed_ips.end(), src_ip) ||
-           (!it->allowed_bindings.empty() &&
-            std::binary_search(it->allowed_bindings.begin(), it->allowed_bindings.end(), MacIp{src_mac, src_ip}));
+    return it != rules_.end() && it->cluster_id == cluster_id && on_allow_list(*it, src_mac, src_ip);
 }
 
 MergeVerdict ClusterPolicy::check(std::uint16_t cluster_id, const Mac& src_mac, std::uint32_t src_ip,
@@ -41,11 +47,7 @@ MergeVerdict ClusterPolicy::check(std::uint16_t cluster_id, const Mac& src_mac, 
                                      [](const ClusterRule& r, std::uint16_t id) { return r.cluster_id < id; });
     if (it == rules_.end() || it->cluster_id != cluster_id) return MergeVerdict::UnknownCluster;
     if (!it->aggregation) return MergeVerdict::NoAggregation;
-    const bool member = std::binary_search(it->allowed_macs.begin(), it->allowed_macs.end(), src_mac) ||
-                        std::binary_search(it->allowed_ips.begin(), it->allowed_ips.end(), src_ip) ||
-                        (!it->allowed_bindings.empty() &&
-                         std::binary_search(it->allowed_bindings.begin(), it->allowed_bindings.end(), MacIp{src_mac, src_ip}));
-    if (!member) return MergeVerdict::NotMember;
+    if (!on_allow_list(*it, src_mac, src_ip)) return MergeVerdict::NotMember;
     tolerance = it->version_tolerance;
     return MergeVerdict::Merge;
 }

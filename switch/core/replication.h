@@ -125,7 +125,6 @@ public:
         std::memcpy(header, m.mac.data(), m.mac.size());
         std::uint8_t* ip = header + meta.l3_offset;
         be::store32(ip + 16, m.ip);
-        be::store16(ip + 10, 0);
         be::store16(ip + 10, frame::ipv4_header_checksum(ip, static_cast<std::size_t>(ip[0] & 0x0F) * 4));
         std::uint8_t* udp = header + meta.l4_offset;
         be::store16(udp + 2, m.udp_port);

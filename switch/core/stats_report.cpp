@@ -248,23 +248,7 @@ std::string stats_to_json(const SwitchSnapshot& s, const SwitchConfig& cfg) {
 
 bool write_stats_json(const std::string& path, const SwitchSnapshot& s, const SwitchConfig& cfg,
                       std::string& error) {
-    const std::string text = stats_to_json(s, cfg);
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) {
-        error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-        return false;
-    }
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) {
-        error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-        return false;
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        error = fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
-        return false;
-    }
-    return true;
+    return prom::write_textfile(path, stats_to_json(s, cfg), error);  // temporary file + rename
 }
 
 // ---- Prometheus textfile ----------------------------------------------------------------------
