@@ -18,6 +18,8 @@ packages=(
   libz3-dev
   # lab and integration tests
   iproute2 ethtool iputils-ping tcpdump iperf3 socat tshark python3-matplotlib python3-yaml python3-pytest
+  # shesha-impair (link faults: NFQUEUE rules through iptables-legacy)
+  iptables
   # the Python module (pybind11) and its PyTorch proof (Debian's python3-torch: the libtorch we build against)
   python3-dev python3-numpy pybind11-dev python3-pybind11 python3-torch
   # deployment tests: systemd-analyze, node_exporter's textfile collector, a private Slurm
