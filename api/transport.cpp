@@ -100,6 +100,7 @@ struct WorkerTransport::Impl {
     static transport::SenderConfig sender_config_of(const WorkerOptions& o, const drl::ClusterConfig& cfg) {
         if (o.model_elems == 0) throw Error("model_elems: expected the length of the flat parameter vector, got 0");
         transport::SenderConfig sc = drl::sender_config(cfg, o.cluster_id, o.worker_id, o.model_elems);
+        sc.first_seq = drl::first_gradient_seq(clock::realtime_ns());
         if (!o.congestion_control) sc.w_init = sc.w_max;
         if (const std::string bad = transport::validate(sc); !bad.empty())
             throw Error(fmt::format("{}: transport: {}", o.config_path, bad));

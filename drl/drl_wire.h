@@ -12,6 +12,10 @@
 //   (worker -> learner)             model"; worker_id and cluster_id name the worker, model_version
 //                                   is the version it holds (0 = none), chunk_count is 1.
 //   CREDIT                          seq = the learner's incarnation, model_version = its version.
+//   GRADIENT seq                    the worker's first update takes first_gradient_seq(start time):
+//                                   its start time in microseconds, so a worker restarted under the
+//                                   same id continues ahead of its predecessor's seqs (the learner's
+//                                   duplicate window, docs/transport.md "Duplicates").
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,16 @@ inline std::uint32_t gradient_env_steps(std::span<const std::uint8_t> message) n
 }
 inline void set_gradient_env_steps(std::span<std::uint8_t> message, std::uint32_t steps) noexcept {
     if (message.size() >= proto::kHeaderSize) be::store32(message.data() + proto::off::kReserved, steps);
+}
+
+// The seq of a worker's first update: CLOCK_REALTIME in microseconds (mod 2^32, never 0, which
+// means "nothing acked"). A predecessor that started at t0 and sent its last seq before t1 used
+// seqs below t0 + (updates it offered); it offered far fewer than one update per microsecond, so a
+// successor started at t1 begins ahead of all of them, in serial order for 35 minutes (2^31 us);
+// a worker away longer has been expired by the learner, which then forgets its seqs.
+inline std::uint32_t first_gradient_seq(std::uint64_t realtime_ns) noexcept {
+    const auto us = static_cast<std::uint32_t>(realtime_ns / 1000);
+    return us == 0 ? 1 : us;
 }
 
 // RFC 1982-style order on wrapping 32-bit counters: a is after b.

@@ -192,6 +192,8 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["chunks"]["rejected"]["too_new"] = c.rejected_too_new;
     j["chunks"]["rejected"]["magnitude"] = c.rejected_magnitude;
     j["chunks"]["rejected"]["rolled_back"] = c.steps_rolled_back;
+    j["chunks"]["rejected"]["replay_window"] = c.rejected_replay_window;
+    j["chunks"]["duplicates"] = c.duplicates;
     j["datagrams"] = c.datagrams;
     j["decode_errors"] = json::Json::object();
     j["decode_errors"]["total"] = c.decode_errors_total;
@@ -215,6 +217,8 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["credits"]["messages"] = c.credit_messages;
     j["credits"]["units"] = c.credit_units;
     j["credits"]["echoes"] = core.planner_stats().echoes;
+    j["credits"]["units_spread"] = core.planner_stats().units_spread;
+    j["credits"]["units_spread_past_quiet"] = core.planner_stats().units_spread_past_quiet;
     j["credits"]["unknown_worker"] = core.planner_stats().unknown_worker;
     j["model"] = json::Json::object();
     j["model"]["versions_published"] = c.versions_published;
@@ -242,6 +246,8 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
         item["endpoint"] = net::format_endpoint(w.addr);
         item["active"] = w.active;
         item["chunks_applied"] = w.chunks_applied;
+        item["credit_units"] = w.credit_units;
+        item["quiet"] = w.quiet;
         item["env_steps_reported"] = w.env_steps_latest;
     }
     j["checkpoints"] = json::Json::object();

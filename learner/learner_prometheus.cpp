@@ -45,10 +45,13 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
     // The learner's own rejections (docs/aom.md, "How the learner applies a chunk").
     const std::pair<const char*, std::uint64_t> hardening[] = {
         {"too_stale", c.rejected_too_stale}, {"too_new", c.rejected_too_new},
-        {"magnitude", c.rejected_magnitude}, {"rolled_back", c.steps_rolled_back}};
+        {"magnitude", c.rejected_magnitude}, {"rolled_back", c.steps_rolled_back},
+        {"replay_window", c.rejected_replay_window}};
     for (const auto& [reason, n] : hardening)
         w.add("shesha_learner_chunks_rejected_total", Type::Counter, "GRADIENT chunks rejected, by reason (chunks.rejected)",
               {l[0], {"reason", reason}}, n);
+    counter("shesha_learner_duplicate_chunks_total", "Duplicated GRADIENT datagrams, neither applied nor credited (chunks.duplicates)",
+            c.duplicates);
     counter("shesha_learner_chunks_clipped_total", "Chunks scaled down to learner.max_grad_norm (chunks.clipped)",
             c.chunks_clipped);
     counter("shesha_learner_not_admitted_total", "Datagrams from sources or worker ids not admitted (not_admitted)",

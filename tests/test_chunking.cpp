@@ -18,6 +18,7 @@
 #include "protocol.h"
 #include "transport/chunking.h"
 #include "transport/credit_sender.h"
+#include "transport/seq_window.h"
 
 using namespace shesha;
 using namespace shesha::transport;
@@ -361,4 +362,49 @@ TEST_CASE("sender-side and in-network merges compose: pattern sums verify with t
         CHECK(pattern::verify(slice.data(), slice.size(), kCluster, k, 4) == pattern::Check::Ok);
     }
     CHECK(r.stats().contributions == 4 * 4);
+}
+
+TEST_CASE("SeqWindow: a seq is new once; reordering within the window is not a duplicate; too old is said") {
+    SeqWindow w;
+    CHECK(w.empty());
+    CHECK(w.classify(100) == SeqVerdict::New);
+    w.mark(100);
+    CHECK(w.classify(100) == SeqVerdict::Duplicate);
+    // Ahead: new; the window slides.
+    CHECK(w.classify(105) == SeqVerdict::New);
+    w.mark(105);
+    CHECK(w.highest() == 105);
+    // Reordered: 101..104 arrive after 105, each new once, then duplicates.
+    for (std::uint32_t s = 101; s <= 104; ++s) {
+        CHECK(w.classify(s) == SeqVerdict::New);
+        w.mark(s);
+        CHECK(w.classify(s) == SeqVerdict::Duplicate);
+    }
+    CHECK(w.classify(100) == SeqVerdict::Duplicate);
+    // The oldest seq the window still remembers is highest - 63; one more back cannot be told.
+    CHECK(w.classify(105 - 63) == SeqVerdict::New);
+    CHECK(w.classify(105 - 64) == SeqVerdict::TooOld);
+    // A jump of the whole width forgets everything older.
+    w.mark(105 + 64);
+    CHECK(w.classify(105) == SeqVerdict::TooOld);
+    CHECK(w.classify(105 + 1) == SeqVerdict::New);
+    CHECK(w.classify(105 + 64) == SeqVerdict::Duplicate);
+    // Marking a too-old seq changes nothing.
+    w.mark(3);
+    CHECK(w.classify(3) == SeqVerdict::TooOld);
+    w.clear();
+    CHECK(w.classify(3) == SeqVerdict::New);
+}
+
+TEST_CASE("SeqWindow: serial order across the 32-bit wrap") {
+    SeqWindow w;
+    w.mark(0xFFFFFFFEU);
+    CHECK(w.classify(0xFFFFFFFFU) == SeqVerdict::New);
+    CHECK(w.classify(1) == SeqVerdict::New);  // ahead across the wrap
+    w.mark(1);
+    CHECK(w.highest() == 1);
+    CHECK(w.classify(0xFFFFFFFEU) == SeqVerdict::Duplicate);  // 3 behind, seen
+    CHECK(w.classify(0xFFFFFFFFU) == SeqVerdict::New);        // 2 behind, not seen
+    CHECK(w.classify(0) == SeqVerdict::New);
+    CHECK(w.classify(1U - 64U) == SeqVerdict::TooOld);
 }

@@ -629,6 +629,51 @@ TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged unit
     CHECK_THROWS_AS(CreditPlanner(kCluster, dup), std::invalid_argument);
 }
 
+TEST_CASE("CreditPlanner: a quiet worker gets no spread units; the live ones get its share") {
+    const std::uint32_t ids[] = {10, 11, 12};
+    CreditPlanner p(kCluster, ids);
+    std::vector<CreditGrant> out(p.max_grants());
+    p.set_quiet(12, true);
+    p.set_quiet(99, true);  // unknown: ignored
+
+    // Merged from 3: both extra units go to the one live other worker (11), none to 12.
+    std::size_t n = p.plan(merged_chunk(10, 3, proto::flag::kMerged), 1, out);
+    REQUIRE(n == 2);
+    CHECK(out[0].worker_id == 10);
+    CHECK(out[0].body.credits == 1);
+    CHECK(out[1].worker_id == 11);
+    CHECK(out[1].body.credits == 2);
+    CHECK(p.stats().units_spread == 2);
+    CHECK(p.stats().units_spread_past_quiet == 2);
+
+    // Round robin remainders skip it too: five merges of 2, all extras to 11.
+    for (int i = 0; i < 5; ++i) {
+        n = p.plan(merged_chunk(10, 2, proto::flag::kMerged), 1, out);
+        REQUIRE(n == 2);
+        CHECK(out[1].worker_id == 11);
+    }
+    // A quiet worker's own (named) chunk is still credited to it.
+    n = p.plan(merged_chunk(12, 1, 0), 1, out);
+    REQUIRE(n == 1);
+    CHECK(out[0].worker_id == 12);
+
+    // Every other worker quiet: the named worker gets the extra units (its own merged updates).
+    p.set_quiet(11, true);
+    n = p.plan(merged_chunk(10, 3, proto::flag::kMerged), 1, out);
+    REQUIRE(n == 1);
+    CHECK(out[0].body.credits == 3);
+
+    // Heard again: back in the spread.
+    p.set_quiet(11, false);
+    p.set_quiet(12, false);
+    n = p.plan(merged_chunk(10, 3, proto::flag::kMerged), 1, out);
+    REQUIRE(n == 3);
+    CHECK(out[1].body.credits == 1);
+    CHECK(out[2].body.credits == 1);
+    CHECK(p.stats().units_spread == 2 + 5 + 2 + 2);
+    CHECK(p.stats().units_spread_past_quiet == 2 + 5 + 2);
+}
+
 TEST_CASE("closed loop: workers, an in-network merge of equal chunks, planned credits; nothing leaks") {
     constexpr std::uint32_t kWorkers = 3;
     SenderConfig c = small_config();

@@ -45,14 +45,17 @@ std::vector<std::uint8_t> message(proto::Header h, const std::vector<float>& ele
     return out;
 }
 
+// Every header is a new datagram: a fresh seq, so the learner's duplicate window never takes two
+// of them for copies of one another (the duplicate tests set seq themselves).
 proto::Header gradient_header(std::uint16_t chunk, std::uint16_t count, std::uint32_t worker, std::uint32_t version) {
+    static std::uint32_t next_seq = 1;
     proto::Header h;
     h.type = proto::MsgType::Gradient;
     h.elem_type = proto::ElemType::F32;
     h.cluster_id = kCluster;
     h.worker_id = worker;
     h.model_version = version;
-    h.seq = 1;
+    h.seq = next_seq++;
     h.chunk_index = chunk;
     h.chunk_count = count;
     h.ts_earliest_ns = 1000;
@@ -412,6 +415,128 @@ TEST_CASE("learner: bad input is counted and never applied") {
     f.feed(message(gradient_header(2, 3, 1, 1), {1, nan}));
     CHECK(f.sent.size() == 1);
     CHECK(f.sent[0].hdr.type == proto::MsgType::Credit);
+}
+
+namespace {
+std::uint64_t credit_units_to(const std::vector<Sent>& sent, std::uint32_t worker) {
+    std::uint64_t units = 0;
+    for (const Sent& x : sent) {
+        if (x.hdr.type != proto::MsgType::Credit || x.hdr.worker_id != worker) continue;
+        proto::CreditBody body;
+        REQUIRE(proto::decode_credit(x.payload, body));
+        units += body.credits;
+    }
+    return units;
+}
+}  // namespace
+
+TEST_CASE("learner: a duplicated GRADIENT is applied and credited once; reordering is not a duplicate") {
+    LearnerFixture f;
+    auto h = gradient_header(0, 3, 3, 1);
+    h.seq = 500;
+    const auto bytes = message(h, {1, 1, 1, 1});
+    f.feed(bytes);
+    f.feed(bytes);  // a copy made on the way
+    CHECK(f.params() == std::vector<float>{0.5F, 0.5F, 0.5F, 0.5F, 1, 1, 1, 1, 1, 1});
+    CHECK(f.core->counters().chunks_applied == 1);
+    CHECK(f.core->counters().duplicates == 1);
+    CHECK(credit_units_to(f.sent, 3) == 1);  // only one copy was ever in the worker's flight
+
+    // Reordered: seq 503 before 501 and 502, same chunk: all three are new, each applied once.
+    for (std::uint32_t seq : {503U, 501U, 502U}) {
+        h.seq = seq;
+        f.feed(message(h, {0, 0, 0, 0}));
+    }
+    CHECK(f.core->counters().chunks_applied == 4);
+    CHECK(f.core->counters().duplicates == 1);
+    // The same seq on another chunk index is another datagram (one update, cut in chunks).
+    auto other = gradient_header(1, 3, 3, 1);
+    other.seq = 503;
+    f.feed(message(other, {0, 0, 0, 0}));
+    CHECK(f.core->counters().chunks_applied == 5);
+    // A switch-merged chunk names its first contributor's (worker, seq): its copy is caught too.
+    auto merged = gradient_header(2, 3, 3, 1);
+    merged.seq = 504;
+    merged.flags = proto::flag::kMerged;
+    merged.contrib_count = 2;
+    const auto merged_bytes = message(merged, {2, 2});
+    f.feed(merged_bytes);
+    f.feed(merged_bytes);
+    CHECK(f.core->counters().chunks_applied == 6);
+    CHECK(f.core->counters().contributions_applied == 7);
+    CHECK(f.core->counters().duplicates == 2);
+    // 64 or more updates behind the newest of its chunk: cannot be told from a copy, not applied.
+    h.seq = 503 - 64;
+    f.feed(message(h, {0, 0, 0, 0}));
+    CHECK(f.core->counters().rejected_replay_window == 1);
+    CHECK(f.core->counters().chunks_applied == 6);
+    CHECK(f.core->counters().rejected_total() == 1);
+}
+
+TEST_CASE("learner: an expired worker's seqs are forgotten, so a restarted worker starting lower is taken") {
+    LearnerFixture f;
+    const std::uint64_t t0 = 1'000'000;
+    auto h = gradient_header(0, 3, 3, 1);
+    h.seq = 9000;
+    f.feed(message(h, {0, 0, 0, 0}), 5000, t0);
+    h.seq = 100;  // a new process under the same id, before expiry: too old for the window
+    f.feed(message(h, {0, 0, 0, 0}), 5001, t0 + 1'000'000);
+    CHECK(f.core->counters().rejected_replay_window == 1);
+    const std::uint64_t expired = t0 + std::uint64_t{f.config.learner.worker_timeout_ms} * 1'000'000 + 2'000'000;
+    f.core->on_tick(expired, expired);
+    CHECK(f.core->counters().workers_expired == 1);
+    f.feed(message(h, {0, 0, 0, 0}), 5001, expired + 1'000'000);
+    CHECK(f.core->counters().chunks_applied == 2);
+    CHECK(f.core->counters().rejected_replay_window == 1);
+    CHECK(f.core->workers()[0].active);
+}
+
+TEST_CASE("learner: a worker quiet for twice the credit timeout gets no spread units; heard again, it does") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.transport.credit_timeout_ms = 100; });
+    const std::uint64_t t0 = 1'000'000;
+    f.feed(message(gradient_header(0, 3, 3, 1), {0, 0, 0, 0}), 5003, t0);
+    f.feed(message(gradient_header(0, 3, 4, 1), {0, 0, 0, 0}), 5004, t0);
+    // 150 ms later: worker 4 is silent, but not yet for 2 x 100 ms.
+    f.core->on_tick(t0 + 150'000'000, t0 + 150'000'000);
+    f.sent.clear();
+    const auto merged = [] {  // a new datagram every time: a fresh seq
+        auto h = gradient_header(1, 3, 3, 1);
+        h.flags = proto::flag::kMerged;
+        h.contrib_count = 3;
+        return h;
+    };
+    f.feed(message(merged(), {0, 0, 0, 0}), 5003, t0 + 150'000'000);
+    CHECK(credit_units_to(f.sent, 3) == 1);  // its own unit
+    CHECK(credit_units_to(f.sent, 4) == 2);  // the two other contributions
+    // 250 ms: quiet. Both extra units of the next merge go to worker 3.
+    f.core->on_tick(t0 + 250'000'000, t0 + 250'000'000);
+    CHECK(f.core->workers()[1].quiet);
+    CHECK_FALSE(f.core->workers()[0].quiet);
+    f.sent.clear();
+    f.feed(message(merged(), {0, 0, 0, 0}), 5003, t0 + 250'000'000);
+    CHECK(credit_units_to(f.sent, 3) == 3);
+    CHECK(credit_units_to(f.sent, 4) == 0);
+    CHECK(f.core->planner_stats().units_spread_past_quiet == 2);
+    CHECK(f.core->workers()[1].credit_units == 1 + 2);  // its first chunk, the first merge
+    // Worker 4 is heard again: live, and in the spread again.
+    f.feed(message(gradient_header(2, 3, 4, 1), {0, 0}), 5004, t0 + 260'000'000);
+    CHECK_FALSE(f.core->workers()[1].quiet);
+    f.sent.clear();
+    f.feed(message(merged(), {0, 0, 0, 0}), 5003, t0 + 260'000'000);
+    CHECK(credit_units_to(f.sent, 3) == 1);
+    CHECK(credit_units_to(f.sent, 4) == 2);
+}
+
+TEST_CASE("worker seqs: a successor's first seq comes after every seq of its predecessor") {
+    const std::uint64_t start = 1'780'000'000ULL * 1'000'000'000ULL;  // some 2026 wall-clock time, ns
+    const std::uint32_t first = drl::first_gradient_seq(start);
+    // The predecessor offered 100,000 updates in the 2 s it ran (50 per ms, far more than a worker
+    // computes); its successor starts 1 ms after it stopped.
+    const std::uint32_t last = first + 100'000;
+    const std::uint32_t next = drl::first_gradient_seq(start + 2'001'000'000ULL);
+    CHECK(drl::serial_after(next, last));
+    CHECK(drl::first_gradient_seq(0) == 1);  // 0 is "nothing acked"
+    CHECK(drl::first_gradient_seq(4'294'967'296'000ULL) == 1);  // 2^32 us wraps to 0, never used
 }
 
 TEST_CASE("learner: model requests are answered with the whole published model, rate limited") {

@@ -132,7 +132,8 @@ WorkerInfo* LearnerCore::register_worker(std::uint32_t id, const sockaddr_in& fr
         info.id = id;
         info.addr = from;
         info.last_heard_ns = now_mono;
-        workers_.push_back(info);
+        info.seen.resize(layout_.chunk_count);
+        workers_.push_back(std::move(info));
         rebuild_planner();
         return &workers_.back();
     }
@@ -141,7 +142,11 @@ WorkerInfo* LearnerCore::register_worker(std::uint32_t id, const sockaddr_in& fr
     w->models_since_heard = 0;
     if (!w->active) {
         w->active = true;
+        w->quiet = false;
         rebuild_planner();
+    } else if (w->quiet) {
+        w->quiet = false;
+        if (planner_) planner_->set_quiet(id, false);
     }
     return w;
 }
@@ -152,6 +157,7 @@ void add_planner_stats(transport::CreditPlannerStats& total, const transport::Cr
     total.units_named += s.units_named;
     total.units_spread += s.units_spread;
     total.echoes += s.echoes;
+    total.units_spread_past_quiet += s.units_spread_past_quiet;
     total.unknown_worker += s.unknown_worker;
     total.wrong_cluster += s.wrong_cluster;
 }
@@ -172,6 +178,8 @@ void LearnerCore::rebuild_planner() {
     planner_.reset();
     if (ids.empty()) return;
     planner_ = std::make_unique<transport::CreditPlanner>(cluster_id_, ids);
+    for (const WorkerInfo& w : workers_)
+        if (w.active && w.quiet) planner_->set_quiet(w.id, true);
     grants_.resize(planner_->max_grants());
 }
 
@@ -216,6 +224,25 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
         return;
     }
 
+    // A copy of a chunk already taken (a link or a relay duplicated the datagram): not applied, not
+    // credited (only one of the copies was ever in the worker's flight). The window is per known,
+    // active worker and chunk index; a first chunk from a new worker has nothing to repeat.
+    WorkerInfo* sender = ours && h.chunk_count == layout_.chunk_count && h.chunk_index < layout_.chunk_count
+                             ? find_worker(h.worker_id)
+                             : nullptr;
+    if (sender != nullptr && !sender->active) sender = nullptr;
+    if (sender != nullptr) {
+        const transport::SeqVerdict seen = sender->seen[h.chunk_index].classify(h.seq);
+        if (seen == transport::SeqVerdict::Duplicate) {
+            ++c_.duplicates;
+            return;
+        }
+        if (seen == transport::SeqVerdict::TooOld) {
+            ++c_.rejected_replay_window;
+            return;
+        }
+    }
+
     // The Reassembler validates (type, F32, cluster, chunk count and index, element count, length,
     // finite) and adds the chunk into a zeroed slice of scratch_; refusals are counted there.
     const auto slice = transport::chunk_slice(layout_, std::span<float>(scratch_), h.chunk_index);
@@ -230,6 +257,7 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
         applied = apply_chunk(h);
         if (applied) {
             worker = register_worker(h.worker_id, from, now_mono);
+            if (worker != nullptr) worker->seen[h.chunk_index].mark(h.seq);
             aom_.on_receive(now_real, h.ts_latest_ns);
             ++applied_since_publish_;
             if (worker != nullptr) {
@@ -372,7 +400,7 @@ void LearnerCore::send_credits(const proto::Header& h) {
     const std::size_t n = planner_->plan(h, version_, grants_);
     for (std::size_t i = 0; i < n; ++i) {
         const transport::CreditGrant& g = grants_[i];
-        const WorkerInfo* w = find_worker(g.worker_id);
+        WorkerInfo* w = find_worker(g.worker_id);
         if (w == nullptr) continue;
         proto::Header out;
         out.type = proto::MsgType::Credit;
@@ -391,6 +419,7 @@ void LearnerCore::send_credits(const proto::Header& h) {
         if (len != 0 && send_(w->addr, {tx_.data(), len})) {
             ++c_.credit_messages;
             c_.credit_units += g.body.credits;
+            w->credit_units += g.body.credits;
         }
     }
 }
@@ -495,6 +524,21 @@ bool LearnerCore::publish_now(std::uint64_t now_real, std::uint64_t now_mono) {
     return true;
 }
 
+void LearnerCore::update_quiet(std::uint64_t now_mono) {
+    // Past twice its credit timeout without a word, a worker has forgotten its chunks in flight:
+    // spread units sent to it would be stranded there (docs/transport.md, "Credit protocol").
+    // Without a credit timeout it never forgets, and only expiry takes it out of the plan.
+    const std::uint64_t quiet_after = 2 * std::uint64_t{config_.transport.credit_timeout_ms} * 1'000'000;
+    if (quiet_after == 0) return;
+    for (WorkerInfo& w : workers_) {
+        if (!w.active) continue;
+        const bool quiet = now_mono > w.last_heard_ns && now_mono - w.last_heard_ns > quiet_after;
+        if (quiet == w.quiet) continue;
+        w.quiet = quiet;
+        if (planner_) planner_->set_quiet(w.id, quiet);
+    }
+}
+
 bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
     if (published_real_ns_ == 0) published_real_ns_ = now_real;  // version 1 (or the resumed one)
     // Workers silent for too long stop receiving broadcasts (and credits in the plan).
@@ -504,10 +548,14 @@ bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
         if (w.active && now_mono - w.last_heard_ns > timeout) {
             w.active = false;
             ++c_.workers_expired;
+            // Forget its seqs: a worker that comes back after expiry may be a new process whose
+            // seqs start anywhere (docs/transport.md, "Duplicates").
+            for (transport::SeqWindow& window : w.seen) window.clear();
             changed = true;
         }
     }
     if (changed) rebuild_planner();
+    update_quiet(now_mono);
 
     if (now_mono - last_publish_mono_ >= std::uint64_t{config_.learner.publish_interval_ms} * 1'000'000 &&
         publish_now(now_real, now_mono))

@@ -37,6 +37,7 @@
 #include "model/optimizer.h"
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
+#include "transport/seq_window.h"
 
 namespace shesha::learner {
 
@@ -80,8 +81,12 @@ struct LearnerCounters {
     std::uint64_t steps_rolled_back = 0;     // a step left parameters or optimizer state non-finite
     std::uint64_t not_admitted = 0;          // datagrams of our cluster from a source or id not admitted
     std::uint64_t models_withheld = 0;       // unicast MODEL copies not sent: the worker's model_budget was spent
+    // Duplicates (docs/transport.md, "Duplicates"): a GRADIENT whose (worker, seq, chunk) was
+    // already taken is a copy made on the way; it is neither applied nor credited.
+    std::uint64_t duplicates = 0;
+    std::uint64_t rejected_replay_window = 0;  // SeqWindow::kWidth or more seqs late: cannot tell, not applied
     std::uint64_t rejected_total() const noexcept {
-        return rejected_too_stale + rejected_too_new + rejected_magnitude + steps_rolled_back;
+        return rejected_too_stale + rejected_too_new + rejected_magnitude + steps_rolled_back + rejected_replay_window;
     }
 };
 
@@ -104,6 +109,9 @@ struct WorkerInfo {
     std::uint32_t env_steps_first = 0;     // first count seen in this incarnation (baseline on resume)
     std::uint32_t env_steps_latest = 0;
     std::uint64_t chunks_applied = 0;
+    std::uint64_t credit_units = 0;        // CREDIT units sent to it (named and spread)
+    bool quiet = false;                    // not heard for 2 x credit_timeout_ms: no spread units
+    std::vector<transport::SeqWindow> seen;  // per chunk index, the seqs taken (cleared on expiry)
 };
 
 // What a checkpoint holds (learner/checkpoint.h writes and reads it).
@@ -200,6 +208,8 @@ private:
     void broadcast_model(std::uint64_t now_mono);
     void broadcast_group(std::uint64_t now_mono);
     void send_credits(const proto::Header& h);
+    // Marks workers quiet (or live again) by last_heard_ns and tells the planner.
+    void update_quiet(std::uint64_t now_mono);
 
     drl::ClusterConfig config_;
     std::uint16_t cluster_id_;

@@ -9,7 +9,7 @@ CreditPlanner::CreditPlanner(std::uint16_t cluster_id, std::span<const std::uint
     if (worker_ids.empty()) throw std::invalid_argument("CreditPlanner: a cluster needs at least one worker");
     for (std::uint32_t id : worker_ids) {
         if (index_of(id) != workers_.size()) throw std::invalid_argument("CreditPlanner: duplicate worker id");
-        workers_.push_back(Worker{id, 0, false});
+        workers_.push_back(Worker{id, 0, false, false});
     }
     units_.assign(workers_.size(), 0);
 }
@@ -18,6 +18,11 @@ std::size_t CreditPlanner::index_of(std::uint32_t worker_id) const noexcept {
     for (std::size_t i = 0; i < workers_.size(); ++i)
         if (workers_[i].id == worker_id) return i;
     return workers_.size();
+}
+
+void CreditPlanner::set_quiet(std::uint32_t worker_id, bool quiet) noexcept {
+    const std::size_t i = index_of(worker_id);
+    if (i != workers_.size()) workers_[i].quiet = quiet;
 }
 
 std::size_t CreditPlanner::plan(const proto::Header& chunk, std::uint32_t learner_version,
@@ -42,18 +47,23 @@ std::size_t CreditPlanner::plan(const proto::Header& chunk, std::uint32_t learne
     stats_.units_named += 1;
     const std::uint32_t extra =
         (chunk.flags & proto::flag::kMerged) != 0 && chunk.contrib_count > 1 ? chunk.contrib_count - 1u : 0;
-    if (n == 1) {
-        units_[named] += extra;  // a one-worker cluster: the switch merged its own successive updates
+    std::uint32_t live_others = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (i != named && !workers_[i].quiet) ++live_others;
+    if (extra != 0 && live_others + 1 < n) stats_.units_spread_past_quiet += extra;
+    if (live_others == 0) {
+        // A one-worker cluster (or every other worker quiet): the switch merged the named worker's
+        // own successive updates.
+        units_[named] += extra;
     } else {
-        // Whole rounds over the other workers first, then the remainder one unit at a time from the
-        // cursor on, so partial merges share the surplus fairly over time.
-        const std::uint32_t others = static_cast<std::uint32_t>(n - 1);
-        const std::uint32_t whole = extra / others;
-        std::uint32_t rest = extra % others;
+        // Whole rounds over the other live workers first, then the remainder one unit at a time
+        // from the cursor on, so partial merges share the surplus fairly over time.
+        const std::uint32_t whole = extra / live_others;
+        std::uint32_t rest = extra % live_others;
         for (std::size_t i = 0; i < n; ++i)
-            if (i != named) units_[i] += whole;
+            if (i != named && !workers_[i].quiet) units_[i] += whole;
         while (rest != 0) {
-            if (cursor_ != named) {
+            if (cursor_ != named && !workers_[cursor_].quiet) {
                 ++units_[cursor_];
                 --rest;
             }

@@ -13,6 +13,11 @@
 // unit too many; one with nothing in flight ignores it (CreditSender counts it as excess), one
 // with chunks in flight sends a little early. Under-crediting would instead stall workers until
 // their credit timeout. The exact fix needs a packet count in the header (docs/transport.md).
+//
+// A worker the learner has not heard from for a while (set_quiet, e.g. killed) gets no spread
+// units: past its credit timeout it has forgotten its chunks in flight, so a unit sent to it would
+// be excess there while the live contributors of the merge wait for it. Its share goes to the
+// other live workers (to the named one if none is left). It still gets its own named units.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +39,7 @@ struct CreditPlannerStats {
     std::uint64_t chunks = 0;           // chunks planned for
     std::uint64_t units_named = 0;      // units given to the named worker
     std::uint64_t units_spread = 0;     // units spread to the other workers
+    std::uint64_t units_spread_past_quiet = 0;  // of those, spread while some other worker was quiet
     std::uint64_t echoes = 0;           // CE echoes
     std::uint64_t unknown_worker = 0;   // chunk named a worker outside the cluster: no credit
     std::uint64_t wrong_cluster = 0;
@@ -50,6 +56,8 @@ public:
     std::size_t plan(const proto::Header& chunk, std::uint32_t learner_version, std::span<CreditGrant> out) noexcept;
 
     std::size_t max_grants() const noexcept { return workers_.size(); }
+    // A quiet worker is passed over by the spread (see above); unknown ids are ignored.
+    void set_quiet(std::uint32_t worker_id, bool quiet) noexcept;
     const CreditPlannerStats& stats() const noexcept { return stats_; }
 
 private:
@@ -57,6 +65,7 @@ private:
         std::uint32_t id = 0;
         std::uint32_t acked_seq = 0;  // highest seq seen from it (serial order)
         bool any = false;
+        bool quiet = false;
     };
     std::size_t index_of(std::uint32_t worker_id) const noexcept;
 
