@@ -242,3 +242,70 @@ TEST_CASE("repeated learns and lookups within one instant stay exact", "[fdb]") 
     CHECK(want.table_full > 100);
     CHECK(want.aged_out > 50);
 }
+
+TEST_CASE("peer sync: the journal keeps changes, peers' learns apply newest first, exports refresh", "[fdb]") {
+    Fdb a(16, 1000), b(16, 1000);
+    a.start_journal();
+    b.start_journal();
+    auto journal_of = [](Fdb& f) {
+        std::vector<std::pair<MacKey, std::uint16_t>> out;
+        f.take_journal([&](const FdbLearn& l) { out.emplace_back(l.key, l.port); });
+        return out;
+    };
+
+    // A new station and a move are journaled; a refresh on the same port is not.
+    a.learn(mac(1), 3, 10);
+    a.learn(mac(1), 3, 20);
+    a.learn(mac(2), 4, 20);
+    a.learn(mac(1), 5, 30);
+    CHECK(journal_of(a) == std::vector<std::pair<MacKey, std::uint16_t>>{
+                               {mac_key(mac(1)), 3}, {mac_key(mac(2)), 4}, {mac_key(mac(1)), 5}});
+    CHECK(journal_of(a).empty());  // taken once
+
+    // b applies them: known, counted in no statistic, and not journaled again (no echo).
+    b.learn_from_peer(FdbLearn{mac_key(mac(1)), 30, 5});
+    b.learn_from_peer(FdbLearn{mac_key(mac(2)), 20, 4});
+    CHECK(b.lookup(mac(1), 40) == 5);
+    CHECK(b.lookup(mac(2), 40) == 4);
+    CHECK(b.size() == 2);
+    CHECK(b.stats().learned == 0);
+    CHECK(journal_of(b).empty());
+
+    // An older sighting loses to a newer one; static entries ignore peers.
+    b.learn(mac(2), 7, 50);  // b saw station 2 itself, later
+    b.learn_from_peer(FdbLearn{mac_key(mac(2)), 45, 4});
+    CHECK(b.lookup(mac(2), 60) == 7);
+    REQUIRE(b.add_static(mac(9), 1));
+    b.learn_from_peer(FdbLearn{mac_key(mac(9)), 60, 2});
+    CHECK(b.lookup(mac(9), 60) == 1);
+
+    // export_local lists what this FDB saw itself since `since` (not what peers told it).
+    std::vector<MacKey> exported;
+    b.export_local(40, [&](const FdbLearn& l) { exported.push_back(l.key); });
+    CHECK(exported == std::vector<MacKey>{mac_key(mac(2))});
+    exported.clear();
+    b.export_local(51, [&](const FdbLearn& l) { exported.push_back(l.key); });
+    CHECK(exported.empty());
+
+    // A peer-learned entry ages like any other unless refreshed by a later export.
+    b.learn_from_peer(FdbLearn{mac_key(mac(1)), 900, 5});  // a refresh from the peer's export
+    CHECK(b.age(1500) == 1);  // station 2, last seen at 50
+    CHECK(b.lookup(mac(1), 1500) == 5);
+    CHECK(b.age(2000) == 1);  // station 1, last seen at 900
+    CHECK(b.lookup(mac(9), 2000) == 1);  // static
+}
+
+TEST_CASE("peer sync: a journal overflow makes the next export list every local station", "[fdb]") {
+    Fdb f(256, 0);
+    f.start_journal();
+    for (std::uint32_t i = 1; i <= 100; ++i) f.learn(mac(i), 1, 10);
+    std::size_t journaled = 0;
+    f.take_journal([&](const FdbLearn&) { ++journaled; });
+    CHECK(journaled == 64);  // the journal's capacity: the rest overflowed
+    std::size_t exported = 0;
+    f.export_local(1000, [&](const FdbLearn&) { ++exported; });  // nothing new since 1000, but...
+    CHECK(exported == 100);  // ...the overflow asks for all of them once
+    exported = 0;
+    f.export_local(1000, [&](const FdbLearn&) { ++exported; });
+    CHECK(exported == 0);
+}

@@ -132,6 +132,44 @@ TEST_CASE("a MODEL to the group reaches every member once, with that member's he
     CHECK(rig.io.alive == 0);  // the original and every copy freed
 }
 
+TEST_CASE("two pipelines in peer sync: joins and stations learned by one replicate on the other", "[replication]") {
+    // As on a switch with two forwarding lcores: the workers' requests arrive at pipeline a, the
+    // learner's MODEL at pipeline b.
+    Rig a(Rig::config()), b(Rig::config());
+    a.pipeline.start_peer_sync();
+    b.pipeline.start_peer_sync();
+    std::uint64_t now = kHz;
+    for (std::uint8_t w = 1; w <= 4; ++w) a.send(w, model_request(w), now);
+    a.take_all();
+    std::vector<core::PeerUpdate> updates;
+    a.pipeline.take_peer_updates([&](const core::PeerUpdate& u) { updates.push_back(u); });
+    const auto joins = std::count_if(updates.begin(), updates.end(),
+                                     [](const core::PeerUpdate& u) { return u.kind == core::PeerUpdate::Kind::Join; });
+    CHECK(joins == 4);
+    CHECK(updates.size() == 8);  // and the four workers' stations
+    for (const auto& u : updates) b.pipeline.apply_peer_update(u);
+
+    b.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), now);
+    b.take_all();
+    b.send(0, group_model(), ++now);
+    const auto out = b.take_all();
+    for (std::uint8_t w = 1; w <= 4; ++w) CHECK(out[w].size() == 1);
+    CHECK(out[5].empty());
+    CHECK(b.counter(core::SwitchCounter::ModelCopies) == 4);
+    CHECK(b.counter(core::SwitchCounter::ModelMemberPortUnknown) == 0);
+    CHECK(b.counter(core::SwitchCounter::ModelJoined) == 0);  // counted where they joined
+    CHECK(a.counter(core::SwitchCounter::ModelJoined) == 4);
+
+    // The once-a-second export repeats a's stations seen since then and every member.
+    std::size_t stations = 0, members = 0;
+    a.pipeline.export_peer_state(kHz, [&](const core::PeerUpdate& u) {
+        (u.kind == core::PeerUpdate::Kind::Join ? members : stations) += 1;
+    });
+    CHECK(stations == 4);
+    CHECK(members == 4);
+    CHECK(b.io.alive == 0);
+}
+
 TEST_CASE("forged and non-member MODEL traffic is counted, dropped or refused", "[replication]") {
     Rig rig(Rig::config());
     std::uint64_t now = kHz;

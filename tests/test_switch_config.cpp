@@ -158,6 +158,7 @@ ports:
     device: "net_af_packet0,iface=shv-h1"
     rx_desc: 512
     tx_desc: 2048
+    rx_queues: 2
     shaper: {rate: 2.5G, burst_bytes: 32KiB}
     queue: {packets: 512, bytes: 1MiB}
   - name: learner
@@ -213,6 +214,8 @@ TEST_CASE("a full config sets every field, and to_yaml round-trips it") {
 
     const PortConfig& w1 = cfg.ports[0];
     CHECK(w1.name == "w1");
+    CHECK(w1.rx_queues == 2);
+    CHECK(cfg.ports[1].rx_queues == 1);
     CHECK(w1.device == "net_af_packet0,iface=shv-h1");
     CHECK(w1.rx_desc == 512);
     CHECK(w1.tx_desc == 2048);
@@ -292,6 +295,11 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"integer given a word", kTwoPorts + "lcores: two\n",
          {"bad.yaml:4:9: lcores: expected an integer in 1..64, got 'two'"}},
         {"lcores zero", kTwoPorts + "lcores: 0\n", {"bad.yaml:4:9: lcores: expected an integer in 1..64, got 0"}},
+        {"more lcores than receive queues", kTwoPorts + "lcores: 3\n",
+         {"bad.yaml:4:9: lcores: expected at most 2 lcores: each forwarding lcore polls whole receive queues, and the "
+          "ports have 2 (the sum of ports[].rx_queues), got 3"}},
+        {"rx_queues zero", "ports:\n  - {name: a, device: net_null0, rx_queues: 0}\n",
+         {"ports[0].rx_queues: expected an integer in 1..64, got 0"}},
         {"lcores above RTE_MAX", kTwoPorts + "lcores: 65\n", {"lcores: expected an integer in 1..64, got 65"}},
         {"hex is not an integer here", kTwoPorts + "lcores: 0x2\n", {"lcores: expected an integer in 1..64, got '0x2'"}},
         {"negative integer", kTwoPorts + "idle_backoff_us: -5\n",

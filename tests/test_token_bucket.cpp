@@ -106,3 +106,21 @@ TEST_CASE("a clock stepping backwards adds nothing", "[token_bucket]") {
     CHECK_FALSE(tb.try_consume(frame_for_wire(100), 1'099'999));  // 1 B per us
     CHECK(tb.try_consume(frame_for_wire(100), 1'100'000));
 }
+
+TEST_CASE("buckets that share one SharedTokenBucket draw from one budget", "[token_bucket]") {
+    // 8 Mbit/s = 1 byte/us; bucket of 10,000 wire bytes.
+    shesha::core::SharedTokenBucket shared(8'000'000, 10'000, kNs);
+    TokenBucket a(8'000'000, 10'000, kNs), b(8'000'000, 10'000, kNs);
+    a.share(&shared);
+    b.share(&shared);
+    CHECK(a.try_consume(frame_for_wire(4000), 0));
+    CHECK(b.try_consume(frame_for_wire(4000), 0));
+    CHECK_FALSE(a.try_consume(frame_for_wire(4000), 0));  // 2,000 left, whichever bucket asks
+    CHECK_FALSE(b.try_consume(frame_for_wire(4000), 0));
+    CHECK(b.try_consume(frame_for_wire(2000), 0));
+    CHECK_FALSE(a.try_consume(frame_for_wire(100), 0));
+    CHECK(a.try_consume(frame_for_wire(1000), 1'000'000));  // 1 ms later: 1,000 bytes refilled
+    CHECK_FALSE(b.try_consume(frame_for_wire(100), 1'000'000));
+    CHECK(a.rate_bps() == 8'000'000);
+    CHECK_FALSE(a.unlimited());
+}

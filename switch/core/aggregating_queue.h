@@ -88,7 +88,32 @@ struct QueueStats {
     std::uint64_t bypassed = 0;          // of enqueued (and dequeued): found the queue empty and went
                                          // straight to the transmitter without taking a slot
     std::uint64_t followed = 0;          // packets moved to the head by follow_chunk()
+
+    // Adds another queue's (one port's queue on another forwarding lcore): sums, and the larger maxima.
+    QueueStats& operator+=(const QueueStats& o) noexcept {
+        enqueued += o.enqueued;
+        enqueued_bytes += o.enqueued_bytes;
+        merged += o.merged;
+        bytes_saved += o.bytes_saved;
+        merge_refused += o.merge_refused;
+        mergeable_arrivals += o.mergeable_arrivals;
+        dropped += o.dropped;
+        dropped_bytes += o.dropped_bytes;
+        dequeued += o.dequeued;
+        dequeued_bytes += o.dequeued_bytes;
+        marked += o.marked;
+        ecn_ce_set += o.ecn_ce_set;
+        depth_max = depth_max > o.depth_max ? depth_max : o.depth_max;
+        depth_sum += o.depth_sum;
+        depth_samples += o.depth_samples;
+        sojourn_sum_ticks += o.sojourn_sum_ticks;
+        sojourn_max_ticks = sojourn_max_ticks > o.sojourn_max_ticks ? sojourn_max_ticks : o.sojourn_max_ticks;
+        bypassed += o.bypassed;
+        followed += o.followed;
+        return *this;
+    }
 };
+static_assert(sizeof(QueueStats) == 19 * sizeof(std::uint64_t), "operator+= adds every field");
 
 class AggregatingQueue {
 public:

@@ -3,12 +3,11 @@
 // the periodic log line, shesha-replay and the simulator all read them through the name tables
 // instead of listing the fields again (the idea of OVS's dpif-netdev-perf.h PMD counters).
 //
-// Each counter has exactly one writer: the lcore that polls a port writes that port's RX entries
-// and its own switch table's RX entries; the egress owner writes the rest. A writer does a plain
+// Each counter has exactly one writer: every forwarding lcore has its own tables (its pipeline's
+// per-port RX and TX tables and its switch tables), and a snapshot adds them up. A writer does a plain
 // load + add + relaxed store (no lock prefix, no read-modify-write atomics on the data path) and
 // readers do relaxed loads, so a 64-bit value is never torn. Writers on different lcores never
-// share a table (one table per RX context, one for the egress owner; per port, one for RX and one
-// for TX), and a snapshot adds the tables up.
+// share a table.
 #pragma once
 
 #include <array>
@@ -63,7 +62,6 @@ enum class SwitchCounter : std::uint8_t {
     BadFrames,               // IPv4/UDP headers inconsistent
     MalformedFirst,          // one entry per proto::DecodeError after Ok, in its order
     MalformedLast = MalformedFirst + proto::kDecodeErrorCount - 2,
-    HandoffDrops,            // ring to the egress lcore was full
     RxRounds,
     RxIdleRounds,
     // egress owner: policy, FEEDBACK, internals
@@ -86,6 +84,8 @@ enum class SwitchCounter : std::uint8_t {
     ModelJoinRefused,        // model requests of non-members, or not to the group's learner
     ModelMembersFull,        // joins refused: the group has max_members members
     ModelCopyFailed,         // copies that could not be allocated
+    PeerSyncDropped,         // FDB learns and group joins not told to the other lcores (their
+                             // rings were full); the next once-a-second resync repeats them
     EgressRounds,
     EgressIdleRounds,
     Count
@@ -136,7 +136,6 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"malformed", "length_mismatch"},
     {"malformed", "bad_contrib_count"},
     {"malformed", "bad_timestamps"},
-    {"internal", "handoff_drops"},
     {"internal", "rx_rounds"},
     {"internal", "rx_idle_rounds"},
     {"malformed", "dropped"},
@@ -156,6 +155,7 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"replication", "model_join_refused"},
     {"replication", "model_members_full"},
     {"replication", "model_copy_failed"},
+    {"internal", "peer_sync_dropped"},
     {"internal", "egress_rounds"},
     {"internal", "egress_idle_rounds"},
 }};

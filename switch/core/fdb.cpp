@@ -89,12 +89,15 @@ bool Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
             // Aged but not yet swept: a fresh learning, not a move.
             ++stats_.learned;
             looked_up_.valid = false;
+            journal(mac, port, now);
         } else if (e.port != port) {
             ++stats_.moved;
             looked_up_.valid = false;
+            journal(mac, port, now);
         }
         e.port = port;
         e.last_seen = now;
+        e.local = true;
         learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
         return true;
     }
@@ -107,7 +110,32 @@ bool Fdb::learn_in_table(MacKey mac, std::uint16_t port, std::uint64_t now) noex
     ++stats_.learned;
     looked_up_.valid = false;
     learned_[learn_memo_slot(mac)] = Memo{mac, now, port, true};
+    journal(mac, port, now);
     return true;
+}
+
+// Counted in no statistic: the peer that saw the station counted it. A station this FDB saw
+// itself more recently keeps its entry; a full table keeps what it has (the peer's next export
+// retries).
+void Fdb::learn_from_peer(const FdbLearn& l) noexcept {
+    if (is_multicast(l.key) || l.key == 0) return;
+    const std::size_t mask = table_.size() - 1;
+    std::size_t i = home_slot(l.key);
+    for (;; i = (i + 1) & mask) {
+        Entry& e = table_[i];
+        if (!e.used) break;
+        if (e.key != l.key) continue;
+        if (e.is_static || e.last_seen > l.seen) return;
+        if (e.port != l.port) forget_memos();
+        e.port = l.port;
+        e.last_seen = l.seen;
+        e.local = false;
+        return;
+    }
+    if (size_ >= capacity_) return;
+    table_[i] = Entry{l.key, l.seen, l.port, true, false, false};
+    ++size_;
+    looked_up_.valid = false;
 }
 
 std::uint16_t Fdb::lookup_in_table(MacKey mac, std::uint64_t now) const noexcept {

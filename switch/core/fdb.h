@@ -28,6 +28,13 @@ inline MacKey mac_key(const Mac& m) noexcept { return mac_key(m.data()); }
 inline constexpr std::uint16_t kNoPort = 0xFFFF;
 inline constexpr MacKey kNoMacKey = ~MacKey{0};  // no MAC's key (keys use the low 48 bits)
 
+// One learn told to the other forwarding lcores' FDBs (see Fdb::start_journal()).
+struct FdbLearn {
+    MacKey key = 0;
+    std::uint64_t seen = 0;  // the learner's `now`; lcores share one clock (the TSC)
+    std::uint16_t port = kNoPort;
+};
+
 struct FdbStats {
     std::uint64_t learned = 0;     // new dynamic entries
     std::uint64_t moved = 0;       // a known MAC seen on another port
@@ -58,6 +65,27 @@ public:
         if (looked_up_.valid && looked_up_.now == now && looked_up_.key == mac) return looked_up_.port;
         return lookup_in_table(mac, now);
     }
+    // Several forwarding lcores each keep an FDB and tell each other what they learn, so a station
+    // learned on one lcore's port is known to all. start_journal() makes learn() keep every change
+    // (a new station, a move, a relearn after aging) for take_journal(); learn_from_peer() applies
+    // another lcore's learn, newest sighting winning; export_local() lists the stations this FDB
+    // learned itself and saw since `since`, so peers refresh them before they age (and catch up
+    // after a journal overflow, when every local entry is listed). None of these allocate.
+    void start_journal() noexcept { journaling_ = true; }
+    template <class Sink>
+    void take_journal(Sink&& sink) {
+        for (std::uint32_t i = 0; i < n_journal_; ++i) sink(journal_[i]);
+        n_journal_ = 0;
+    }
+    void learn_from_peer(const FdbLearn& l) noexcept;
+    template <class Sink>
+    void export_local(std::uint64_t since, Sink&& sink) {
+        const bool all = journal_overflowed_;
+        journal_overflowed_ = false;
+        for (const Entry& e : table_)
+            if (e.used && e.local && !e.is_static && (all || e.last_seen >= since)) sink(FdbLearn{e.key, e.last_seen, e.port});
+    }
+
     // Removes aged dynamic entries; returns how many. Call now and then from the control loop.
     std::size_t age(std::uint64_t now) noexcept;
     std::size_t size() const noexcept;
@@ -71,6 +99,7 @@ private:
         std::uint16_t port = kNoPort;
         bool used = false;
         bool is_static = false;
+        bool local = true;  // learned from this FDB's own frames, not from a peer's
     };
     // Memos: a burst of frames mostly comes from and goes to the same few stations at the same
     // `now`, and repeating a learn or a lookup of the same MAC at the same now is exact to skip
@@ -103,6 +132,18 @@ private:
     }
     std::array<Memo, std::size_t{1} << kLearnMemoBits> learned_{};  // learns that left mac -> port at `now`
     mutable Memo looked_up_;   // last lookup and its answer at `now`
+    void journal(MacKey mac, std::uint16_t port, std::uint64_t now) noexcept {
+        if (!journaling_) return;
+        if (n_journal_ == journal_.size()) {
+            journal_overflowed_ = true;
+            return;
+        }
+        journal_[n_journal_++] = FdbLearn{mac, now, port};
+    }
+    bool journaling_ = false;
+    bool journal_overflowed_ = false;
+    std::uint32_t n_journal_ = 0;
+    std::array<FdbLearn, 64> journal_{};
 };
 
 inline bool is_multicast(const Mac& m) noexcept { return (m[0] & 1u) != 0; }

@@ -4,7 +4,8 @@
 // never learned); lookup() answers the egress port of a destination: a port index, or kNoPort to
 // flood (unknown, aged out, broadcast or multicast). flood_peer() names, per ingress port, the
 // last port a flood goes to (the one that gets the original frame, not a copy; with two ports,
-// the only one). Owned by the forwarding thread (the FDB is not shared).
+// the only one). Owned by the forwarding thread (the FDB is not shared; several
+// forwarding lcores each have their own and tell each other what they learn: PeerUpdate).
 //
 // L2Burst carries what one burst has learned about its senders: senders come in trains, so a
 // learn that repeats the previous frame's (same sender, port and now) changes nothing (Fdb::learn
@@ -61,6 +62,7 @@ public:
         }
     }
     const Fdb& fdb() const noexcept { return fdb_; }
+    Fdb& fdb() noexcept { return fdb_; }  // peer sync (pipeline.h, PeerUpdate)
 
 private:
     Fdb fdb_;

@@ -74,6 +74,16 @@ namespace shesha::core {
 
 inline constexpr std::uint16_t kPrefetchAhead = 8;  // packets whose headers are prefetched ahead
 
+// What one forwarding lcore's pipeline tells the others when the switch runs several (each with
+// a pipeline of its own, switch/dpdk): a station its FDB learned, or a worker that joined one of
+// its replication groups. Trivially copyable, for rte_ring elements.
+struct PeerUpdate {
+    enum class Kind : std::uint32_t { Learn, Join };
+    Kind kind = Kind::Learn;
+    FdbLearn learn;
+    ReplicationStage::Join join;
+};
+
 // Mode switches for the embedding program.
 struct PipelineOptions {
     bool poll_mode = true;  // false: pull mode (dequeue_one), no queue bypass, no Io::tx_burst
@@ -197,6 +207,35 @@ public:
         port.tx.add(PortCounter::TxContributions, out.contributions);
         return true;
     }
+
+    // ---- several forwarding lcores, one pipeline each (see PeerUpdate) ----------------------------
+    // After start_peer_sync(), take_peer_updates() hands over what changed since its last call
+    // (new stations, moves, joins), and export_peer_state() everything a peer must refresh: the
+    // stations this pipeline saw since `since` (all of them after a lost update) and every group
+    // member. apply_peer_update() applies another pipeline's update.
+    void start_peer_sync() noexcept {
+        l2_.fdb().start_journal();
+        replication_.start_journal();
+    }
+    template <class Sink>
+    void take_peer_updates(Sink&& sink) {
+        l2_.fdb().take_journal([&](const FdbLearn& l) { sink(PeerUpdate{PeerUpdate::Kind::Learn, l, {}}); });
+        replication_.take_journal([&](const ReplicationStage::Join& j) { sink(PeerUpdate{PeerUpdate::Kind::Join, {}, j}); });
+    }
+    template <class Sink>
+    void export_peer_state(std::uint64_t since, Sink&& sink) {
+        l2_.fdb().export_local(since, [&](const FdbLearn& l) { sink(PeerUpdate{PeerUpdate::Kind::Learn, l, {}}); });
+        replication_.export_members([&](const ReplicationStage::Join& j) { sink(PeerUpdate{PeerUpdate::Kind::Join, {}, j}); });
+    }
+    void apply_peer_update(const PeerUpdate& u) noexcept {
+        if (u.kind == PeerUpdate::Kind::Learn)
+            l2_.fdb().learn_from_peer(u.learn);
+        else
+            replication_.join_from_peer(u.join);
+    }
+    const ReplicationStage& replication() const noexcept { return replication_; }
+    // Counts an update a peer could not be told (its ring was full).
+    void count_peer_sync_dropped(std::uint64_t n) noexcept { egress_.add(SwitchCounter::PeerSyncDropped, n); }
 
     // Forwarding-thread housekeeping: FDB aging about once a second.
     void housekeeping(std::uint64_t now) noexcept { l2_.housekeeping(now); }

@@ -21,6 +21,7 @@
 //   unicast: a worker that misses chunks asks, and the learner answers it alone.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -99,20 +100,37 @@ public:
         m.ip = meta.src_ip;
         m.udp_port = be::load16(frame + meta.l4_offset);
         m.worker_id = be::load32(frame + meta.shesha_offset + proto::off::kWorkerId);
-        for (GroupMember& e : g.members)
-            if ((e.ip == m.ip && e.udp_port == m.udp_port) || e.worker_id == m.worker_id) {
-                if (e.mac_key != m.mac_key || e.ip != m.ip || e.udp_port != m.udp_port || e.worker_id != m.worker_id) {
-                    e = m;
-                    counters.add(SwitchCounter::ModelJoined);
-                }
-                return;
-            }
-        if (g.members.size() >= g.max_members) {
-            counters.add(SwitchCounter::ModelMembersFull);
-            return;
+        switch (add_member(g, m)) {
+        case Added::Changed:
+            counters.add(SwitchCounter::ModelJoined);
+            journal(g, m);
+            break;
+        case Added::Full: counters.add(SwitchCounter::ModelMembersFull); break;
+        case Added::Same: break;
         }
-        g.members.push_back(m);
-        counters.add(SwitchCounter::ModelJoined);
+    }
+
+    // Several forwarding lcores each keep the groups and tell each other who joined (the learner's
+    // MODEL and its workers' requests may arrive on different lcores): start_journal() keeps every
+    // join for take_journal(); join_from_peer() applies another lcore's; export_members() lists
+    // every member for the once-a-second resync that covers a full peer ring.
+    struct Join {
+        std::uint16_t group = 0;  // index into groups()
+        GroupMember member;
+    };
+    void start_journal() noexcept { journaling_ = true; }
+    template <class Sink>
+    void take_journal(Sink&& sink) {
+        for (std::uint32_t i = 0; i < n_journal_; ++i) sink(journal_[i]);
+        n_journal_ = 0;
+    }
+    template <class Sink>
+    void export_members(Sink&& sink) const {
+        for (std::size_t g = 0; g < groups_.size(); ++g)
+            for (const GroupMember& m : groups_[g].members) sink(Join{static_cast<std::uint16_t>(g), m});
+    }
+    void join_from_peer(const Join& j) noexcept {
+        if (j.group < groups_.size()) add_member(groups_[j.group], j.member);
     }
 
     // Whether a MODEL to group g may be replicated: from the group's learner, for its cluster.
@@ -135,7 +153,30 @@ public:
     const std::vector<ReplicationGroup>& groups() const noexcept { return groups_; }
 
 private:
+    enum class Added { Changed, Same, Full };
+    // A worker that restarts on a new port joins again; one that keeps its worker id but moved
+    // replaces its old entry.
+    static Added add_member(ReplicationGroup& g, const GroupMember& m) noexcept {
+        for (GroupMember& e : g.members)
+            if ((e.ip == m.ip && e.udp_port == m.udp_port) || e.worker_id == m.worker_id) {
+                if (e.mac_key == m.mac_key && e.ip == m.ip && e.udp_port == m.udp_port && e.worker_id == m.worker_id)
+                    return Added::Same;
+                e = m;
+                return Added::Changed;
+            }
+        if (g.members.size() >= g.max_members) return Added::Full;
+        g.members.push_back(m);  // reserved for max_members: no allocation
+        return Added::Changed;
+    }
+    void journal(const ReplicationGroup& g, const GroupMember& m) noexcept {
+        if (!journaling_ || n_journal_ == journal_.size()) return;  // the resync covers an overflow
+        journal_[n_journal_++] = Join{static_cast<std::uint16_t>(&g - groups_.data()), m};
+    }
+
     std::vector<ReplicationGroup> groups_;
+    bool journaling_ = false;
+    std::uint32_t n_journal_ = 0;
+    std::array<Join, 16> journal_{};
 };
 
 }  // namespace shesha::core

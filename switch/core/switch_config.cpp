@@ -161,7 +161,7 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
                      const std::optional<Value>& default_depth) {
     PortConfig p;
     p.marking = marking_defaults;
-    const MapView map = r.map(v, {"name", "device", "rx_desc", "tx_desc", "mtu", "shaper", "queue", "marking"});
+    const MapView map = r.map(v, {"name", "device", "rx_desc", "tx_desc", "rx_queues", "mtu", "shaper", "queue", "marking"});
     const Value name = map.require("name");
     p.name = r.string(name, "a port name (letters, digits, '-', '_' or '.', at most 32)");
     if (!valid_port_name(p.name))
@@ -170,6 +170,7 @@ PortConfig read_port(const Reader& r, const Value& v, const MarkingConfig& marki
                         "a DPDK device: a vdev like net_af_packet0,iface=veth0 or a PCI address like 0000:3b:00.0");
     if (auto x = map.get("rx_desc")) p.rx_desc = static_cast<std::uint16_t>(r.uint(*x, 32, 32768));
     if (auto x = map.get("tx_desc")) p.tx_desc = static_cast<std::uint16_t>(r.uint(*x, 32, 32768));
+    if (auto x = map.get("rx_queues")) p.rx_queues = static_cast<std::uint16_t>(r.uint(*x, 1, kMaxLcores));
     if (auto x = map.get("mtu")) p.mtu = static_cast<std::uint16_t>(r.uint(*x, kMinMtu, kMaxMtu));
     if (auto x = map.get("shaper")) {
         const MapView shaper = r.map(*x, {"rate", "burst_bytes"});
@@ -299,7 +300,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     for (std::size_t i = 0; i < port_values.size(); ++i) {
         PortConfig p = read_port(r, port_values[i], marking_defaults, default_depth);
         for (std::size_t j = 0; j < cfg.ports.size(); ++j) {
-            const MapView map = r.map(port_values[i], {"name", "device", "rx_desc", "tx_desc", "mtu", "shaper", "queue", "marking"});
+            const MapView map = r.map(port_values[i], {"name", "device", "rx_desc", "tx_desc", "rx_queues", "mtu", "shaper", "queue", "marking"});
             if (cfg.ports[j].name == p.name)
                 r.fail(map.require("name"), fmt::format("duplicate port name '{}' (first used by ports[{}])", p.name, j));
             if (cfg.ports[j].device == p.device)
@@ -313,8 +314,15 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
         }
         cfg.ports.push_back(std::move(p));
     }
+    std::uint64_t rx_queues = 0;
+    for (const PortConfig& p : cfg.ports) rx_queues += p.rx_queues;
+    if (cfg.lcores > rx_queues)
+        r.fail(top.require("lcores"),
+               fmt::format("expected at most {} lcores: each forwarding lcore polls whole receive queues, and the ports "
+                           "have {} (the sum of ports[].rx_queues), got {}",
+                           rx_queues, rx_queues, cfg.lcores));
     std::uint64_t rx_descriptors = 0;
-    for (const PortConfig& p : cfg.ports) rx_descriptors += p.rx_desc;
+    for (const PortConfig& p : cfg.ports) rx_descriptors += std::uint64_t{p.rx_desc} * p.rx_queues;
     if (rx_descriptors + cfg.burst > cfg.mbufs)
         r.fail(mbufs ? *mbufs : root,
                fmt::format("expected at least {} mbufs (the RX rings alone hold {} = sum of rx_desc, plus one burst of {}), "
@@ -565,6 +573,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
         out << YAML::Key << "device" << YAML::Value << YAML::DoubleQuoted << p.device;
         out << YAML::Key << "rx_desc" << YAML::Value << p.rx_desc;
         out << YAML::Key << "tx_desc" << YAML::Value << p.tx_desc;
+        out << YAML::Key << "rx_queues" << YAML::Value << p.rx_queues;
         out << YAML::Key << "mtu" << YAML::Value << p.mtu;
         out << YAML::Key << "shaper" << YAML::Value << YAML::Flow << YAML::BeginMap
             << YAML::Key << "rate" << YAML::Value << format_rate(p.shaper.rate_bps)

@@ -46,6 +46,9 @@ struct PortConfig {
     std::string device;                // DPDK device: a vdev spec ("net_af_xdp0,iface=veth0") or a PCI address
     std::uint16_t rx_desc = 1024;
     std::uint16_t tx_desc = 1024;
+    // Receive queues (RSS on the destination IPv4 address, so a cluster's gradients, all bound for
+    // its learner, meet in one queue); each forwarding lcore polls whole queues.
+    std::uint16_t rx_queues = 1;
     std::uint16_t mtu = 1500;          // IP MTU; frames up to mtu + 18 (Ethernet + one VLAN tag)
     ShaperConfig shaper;
     std::uint32_t queue_packets = 1024;
@@ -91,8 +94,9 @@ enum class MalformedAction : std::uint8_t { Forward, Drop };
 
 struct SwitchConfig {
     std::vector<std::string> eal_args;   // extra EAL arguments (e.g. --no-huge, -m 512, --no-pci)
-    // lcores: 1 = one lcore does RX, queueing and TX; N > 1 = N-1 RX lcores hand packets over
-    // rte_rings to the lcore that owns every egress queue.
+    // Forwarding lcores, each running to completion (docs/switch.md, "Several lcores"): it polls
+    // its share of the ports' receive queues, runs its own pipeline and egress queues, and sends
+    // on its own transmit queue of every port. At most the number of receive queues.
     std::uint32_t lcores = 1;
     std::uint32_t idle_backoff_us = 0;   // sleep this long after an empty poll round; 0 = busy poll
     std::uint32_t burst = 32;

@@ -23,6 +23,7 @@ TokenBucket::TokenBucket(std::uint64_t rate_bps, std::uint32_t burst_bytes,
 
 bool TokenBucket::try_consume(std::uint32_t frame_len, std::uint64_t now) noexcept {
     if (rate_bps_ == 0) return true;
+    if (shared_ != nullptr) return shared_->try_consume(frame_len, now);
     if (!started_) {
         started_ = true;
         tokens_milli_bytes_ = burst_milli_bytes_;

@@ -3,9 +3,12 @@
 // like a slower link. Time is in caller ticks (TSC cycles in the switch, simulated ticks elsewhere).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace shesha::core {
+
+class SharedTokenBucket;
 
 class TokenBucket {
 public:
@@ -20,6 +23,8 @@ public:
     bool try_consume(std::uint32_t frame_len, std::uint64_t now) noexcept;
     std::uint64_t rate_bps() const noexcept;
     bool unlimited() const noexcept;
+    // From now on try_consume() takes from `shared` instead (several lcores feeding one port).
+    void share(SharedTokenBucket* shared) noexcept { shared_ = shared; }
 
 private:
     // Fixed point, no floating point on the data path. Refill per tick is
@@ -32,6 +37,27 @@ private:
     std::uint64_t last_tick_;
     std::uint64_t refill_remainder_ = 0;   // numerator left over, in 1/ticks_per_second milli-bytes
     bool started_ = false;
+    SharedTokenBucket* shared_ = nullptr;
+};
+
+// One port's shaper shared by the forwarding lcores that transmit on it (each on its own TX queue),
+// so the port keeps its configured rate however many lcores feed it. try_consume() never waits:
+// an lcore that finds another one inside gets no tokens now and tries again in its next round.
+// Only shaped ports use it, and they run at the shaper's rate, so the contention is rare.
+class SharedTokenBucket {
+public:
+    SharedTokenBucket(std::uint64_t rate_bps, std::uint32_t burst_bytes, std::uint64_t ticks_per_second) noexcept
+        : bucket_(rate_bps, burst_bytes, ticks_per_second) {}
+    bool try_consume(std::uint32_t frame_len, std::uint64_t now) noexcept {
+        if (busy_.test_and_set(std::memory_order_acquire)) return false;
+        const bool ok = bucket_.try_consume(frame_len, now);
+        busy_.clear(std::memory_order_release);
+        return ok;
+    }
+
+private:
+    alignas(64) std::atomic_flag busy_;
+    TokenBucket bucket_;
 };
 
 }  // namespace shesha::core

@@ -155,7 +155,8 @@ void check_af_packet_mtu(const core::PortConfig& port, std::uint32_t frame) {
 
 }  // namespace
 
-void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool, std::uint32_t link_wait_ms) {
+void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool, std::uint16_t tx_queues,
+                std::uint32_t link_wait_ms) {
     auto fail = [&](std::string_view what, int rc) {
         throw InitError(fmt::format("port '{}' ({}): {} failed: {}", port.name, port.device, what, rte_strerror(-rc)));
     };
@@ -180,15 +181,42 @@ void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool
     }
     if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
-    if (int rc = rte_eth_dev_configure(port_id, 1, 1, &conf); rc != 0) fail("rte_eth_dev_configure", rc);
+    const bool af_packet = std::string_view(info.driver_name).find("af_packet") != std::string_view::npos;
+    if (info.max_tx_queues < tx_queues)
+        throw InitError(fmt::format("port '{}' ({}): lcores: {} needs {} TX queues (one per forwarding lcore), but the {} "
+                                    "driver offers {}{}",
+                                    port.name, port.device, tx_queues, tx_queues, info.driver_name, info.max_tx_queues,
+                                    af_packet ? " (add qpairs=N to the device)" : ""));
+    if (info.max_rx_queues < port.rx_queues)
+        throw InitError(fmt::format("port '{}' ({}): rx_queues: {}, but the {} driver offers {}{}", port.name, port.device,
+                                    port.rx_queues, info.driver_name, info.max_rx_queues,
+                                    af_packet ? " (add qpairs=N to the device)" : ""));
+    if (port.rx_queues > 1 && !af_packet) {
+        // A cluster's gradients all go to its learner: hashing on the destination address alone
+        // brings them to one queue, so they meet on one lcore and can merge. (af_packet spreads
+        // by the kernel's fanout hash instead, and says nothing about it to ethdev.)
+        const std::uint64_t wanted = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_L3_DST_ONLY;
+        if ((info.flow_type_rss_offloads & (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_UDP)) == 0)
+            throw InitError(fmt::format("port '{}' ({}): rx_queues: {} needs RSS on IPv4, which the {} driver cannot do "
+                                        "(use rx_queues: 1 and give each lcore whole ports)",
+                                        port.name, port.device, port.rx_queues, info.driver_name));
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = wanted & info.flow_type_rss_offloads;
+        if ((info.flow_type_rss_offloads & RTE_ETH_RSS_L3_DST_ONLY) == 0)
+            spdlog::warn("port '{}' ({}): the {} driver cannot hash on the destination address alone; a cluster's "
+                         "gradients may reach several lcores and merge less", port.name, port.device, info.driver_name);
+    }
+    if (int rc = rte_eth_dev_configure(port_id, port.rx_queues, tx_queues, &conf); rc != 0) fail("rte_eth_dev_configure", rc);
     std::uint16_t rx_desc = port.rx_desc, tx_desc = port.tx_desc;
     if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rx_desc, &tx_desc); rc != 0) fail("adjusting descriptors", rc);
     const int socket = rte_eth_dev_socket_id(port_id);
     const unsigned socket_id = socket < 0 ? SOCKET_ID_ANY : static_cast<unsigned>(socket);
-    if (int rc = rte_eth_rx_queue_setup(port_id, 0, rx_desc, socket_id, nullptr, pool); rc != 0) fail("RX queue setup", rc);
+    for (std::uint16_t q = 0; q < port.rx_queues; ++q)
+        if (int rc = rte_eth_rx_queue_setup(port_id, q, rx_desc, socket_id, nullptr, pool); rc != 0) fail("RX queue setup", rc);
     rte_eth_txconf txconf = info.default_txconf;
     txconf.offloads = conf.txmode.offloads;
-    if (int rc = rte_eth_tx_queue_setup(port_id, 0, tx_desc, socket_id, &txconf); rc != 0) fail("TX queue setup", rc);
+    for (std::uint16_t q = 0; q < tx_queues; ++q)
+        if (int rc = rte_eth_tx_queue_setup(port_id, q, tx_desc, socket_id, &txconf); rc != 0) fail("TX queue setup", rc);
     if (int rc = rte_eth_dev_start(port_id); rc != 0) fail("rte_eth_dev_start", rc);
     if (int rc = rte_eth_promiscuous_enable(port_id); rc != 0 && rc != -ENOTSUP)
         spdlog::warn("port '{}': cannot enable promiscuous mode: {}", port.name, rte_strerror(-rc));
@@ -218,7 +246,7 @@ std::vector<std::uint16_t> attach_and_setup_ports(const core::SwitchConfig& cfg,
         for (std::size_t j = 0; j < ids.size(); ++j)
             if (ids[j] == id)
                 throw InitError(fmt::format("ports '{}' and '{}' are the same device", cfg.ports[j].name, p.name));
-        setup_port(id, p, pool, link_wait_ms);
+        setup_port(id, p, pool, static_cast<std::uint16_t>(cfg.lcores), link_wait_ms);
         ids.push_back(id);
     }
     return ids;
@@ -228,12 +256,16 @@ std::uint64_t discard_startup_frames(std::span<const std::uint16_t> port_ids, un
     constexpr std::uint16_t kBurst = 32;
     std::uint64_t discarded = 0;
     for (std::uint16_t id : port_ids) {
-        rte_mbuf* pkts[kBurst];
-        for (unsigned i = 0; i < max_bursts; ++i) {
-            const std::uint16_t n = rte_eth_rx_burst(id, 0, pkts, kBurst);
-            if (n == 0) break;
-            rte_pktmbuf_free_bulk(pkts, n);
-            discarded += n;
+        rte_eth_dev_info info{};
+        if (rte_eth_dev_info_get(id, &info) != 0) continue;
+        for (std::uint16_t q = 0; q < info.nb_rx_queues; ++q) {
+            rte_mbuf* pkts[kBurst];
+            for (unsigned i = 0; i < max_bursts; ++i) {
+                const std::uint16_t n = rte_eth_rx_burst(id, q, pkts, kBurst);
+                if (n == 0) break;
+                rte_pktmbuf_free_bulk(pkts, n);
+                discarded += n;
+            }
         }
     }
     return discarded;

@@ -1,6 +1,7 @@
 // Start-up and shut-down of the DPDK side of shesha-switch: EAL arguments and initialisation, the
 // mbuf pool, attaching ports (vdev specs through rte_dev_probe, PCI addresses found by name) and
-// configuring them (one RX and one TX queue, promiscuous, bounded wait for the link).
+// configuring them (port.rx_queues RX queues, one TX queue per forwarding lcore, promiscuous,
+// bounded wait for the link).
 #pragma once
 
 #include <cstdint>
@@ -33,9 +34,11 @@ rte_mempool* create_mbuf_pool(const core::SwitchConfig& cfg, const std::string& 
 
 // Finds or probes the device of one configured port; returns its port id. Throws InitError.
 std::uint16_t attach_port(const core::PortConfig& port);
-// Configures one RX and one TX queue, starts the port, turns promiscuous mode on and waits at most
-// link_wait_ms for the link (a link still down is logged, not fatal). Throws InitError.
-void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool,
+// Configures port.rx_queues RX queues (with RSS on the destination IPv4 address when more than
+// one) and tx_queues TX queues (one per forwarding lcore), starts the port, turns promiscuous mode
+// on and waits at most link_wait_ms for the link (a link still down is logged, not fatal). Throws
+// InitError, naming the key and the PMD's limit, when the PMD has too few queues or cannot steer.
+void setup_port(std::uint16_t port_id, const core::PortConfig& port, rte_mempool* pool, std::uint16_t tx_queues,
                 std::uint32_t link_wait_ms = 3000);
 // attach_port + setup_port for every configured port, in order.
 std::vector<std::uint16_t> attach_and_setup_ports(const core::SwitchConfig& cfg, rte_mempool* pool,

@@ -13,18 +13,18 @@ namespace shesha::sw {
 
 namespace {
 
-struct RxLoopArgs {
+struct LoopArgs {
     Switch* sw;
-    unsigned worker;
+    unsigned lcore;  // forwarding lcore index
 };
 
-int rx_loop(void* arg) {
-    const auto* args = static_cast<const RxLoopArgs*>(arg);
+int forwarding_loop(void* arg) {
+    const auto* args = static_cast<const LoopArgs*>(arg);
     Switch& sw = *args->sw;
     const std::uint32_t backoff_us = sw.config().idle_backoff_us;
-    spdlog::debug("RX worker {} running on lcore {}", args->worker, rte_lcore_id());
+    spdlog::debug("forwarding lcore {} running on EAL lcore {}", args->lcore, rte_lcore_id());
     while (!sw.stop_requested()) {
-        const unsigned n = sw.rx_round(args->worker, rte_rdtsc());
+        const unsigned n = sw.poll_round(args->lcore, rte_rdtsc());
         if (n == 0 && backoff_us != 0) rte_delay_us_sleep(backoff_us);
     }
     return 0;
@@ -33,32 +33,29 @@ int rx_loop(void* arg) {
 }  // namespace
 
 void run_switch(Switch& sw, const ControlHook& control, std::uint64_t control_interval_ticks) {
-    std::vector<RxLoopArgs> args;
+    std::vector<LoopArgs> args;
     std::vector<unsigned> launched;
-    if (sw.multi_lcore()) {
-        const unsigned needed = sw.rx_workers() + 1;
-        if (rte_lcore_count() < needed)
-            throw std::runtime_error(fmt::format("config needs {} lcores (lcores: {}), EAL has {}", needed,
-                                                 sw.config().lcores, rte_lcore_count()));
-        args.reserve(sw.rx_workers());
-        unsigned lcore = rte_get_next_lcore(-1, 1, 0);
-        for (unsigned w = 0; w < sw.rx_workers(); ++w, lcore = rte_get_next_lcore(lcore, 1, 0)) {
-            args.push_back({&sw, w});
-            const int rc = rte_eal_remote_launch(rx_loop, &args.back(), lcore);
-            if (rc != 0) {
-                sw.request_stop();
-                rte_eal_mp_wait_lcore();
-                throw std::runtime_error(fmt::format("cannot launch RX worker on lcore {}: {}", lcore, rc));
-            }
-            launched.push_back(lcore);
+    if (rte_lcore_count() < sw.lcores())
+        throw std::runtime_error(fmt::format("config needs {} lcores (lcores: {}), EAL has {}", sw.lcores(),
+                                             sw.config().lcores, rte_lcore_count()));
+    args.reserve(sw.lcores());
+    unsigned eal_lcore = rte_get_next_lcore(-1, 1, 0);
+    for (unsigned l = 1; l < sw.lcores(); ++l, eal_lcore = rte_get_next_lcore(eal_lcore, 1, 0)) {
+        args.push_back({&sw, l});
+        const int rc = rte_eal_remote_launch(forwarding_loop, &args.back(), eal_lcore);
+        if (rc != 0) {
+            sw.request_stop();
+            rte_eal_mp_wait_lcore();
+            throw std::runtime_error(fmt::format("cannot launch forwarding lcore {} on EAL lcore {}: {}", l, eal_lcore, rc));
         }
+        launched.push_back(eal_lcore);
     }
 
     const std::uint32_t backoff_us = sw.config().idle_backoff_us;
     std::uint64_t next_control = rte_rdtsc() + control_interval_ticks;
     while (!sw.stop_requested()) {
         const std::uint64_t now = rte_rdtsc();
-        const unsigned n = sw.multi_lcore() ? sw.egress_round(now) : sw.poll_round(now);
+        const unsigned n = sw.poll_round(0, now);
         if (now >= next_control) {
             next_control = now + control_interval_ticks;
             if (!control(now)) sw.request_stop();
@@ -66,9 +63,6 @@ void run_switch(Switch& sw, const ControlHook& control, std::uint64_t control_in
         if (n == 0 && backoff_us != 0) rte_delay_us_sleep(backoff_us);
     }
     for (unsigned lcore : launched) rte_eal_wait_lcore(lcore);
-    // Packets handed over by the RX lcores after the last egress round are forwarded now, so the
-    // final counters add up; whatever is still queued is freed by drain().
-    if (sw.multi_lcore()) sw.egress_round(rte_rdtsc());
     sw.publish(rte_rdtsc());
 }
 

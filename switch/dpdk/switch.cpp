@@ -20,14 +20,6 @@
 
 namespace shesha::sw {
 
-namespace {
-
-constexpr std::uint32_t kHandoffRingSize = 4096;
-
-std::atomic<unsigned> g_ring_serial{0};
-
-}  // namespace
-
 // ---- MbufIo: the pipeline's packet operations on mbufs ----------------------------------------
 
 rte_mbuf* MbufIo::alloc(std::uint32_t len, std::uint8_t** bytes) noexcept {
@@ -63,13 +55,17 @@ rte_mbuf* MbufIo::replicate(rte_mbuf* m, std::uint32_t header_len, std::uint8_t*
     return head;
 }
 
-// What the adapter keeps per port besides the pipeline's state.
+// What the adapter keeps per port besides the pipelines' state.
 struct Switch::PortState {
     std::uint16_t port_id;
     std::string name;
     std::string device;
     bool too_big_logged = false;
+};
 
+// One forwarding lcore: its pipeline (with its own MbufIo, whose tx_queue is the lcore's), the
+// receive queues it polls, its inbox of peers' updates, and what it publishes for readers.
+struct Switch::Lcore {
     struct QueueView {
         core::QueueStats stats;
         std::uint64_t depth;
@@ -77,46 +73,57 @@ struct Switch::PortState {
         std::uint64_t capacity;
         std::uint64_t pending;
     };
-    Published<QueueView> view;
     struct ShareView {
         std::array<std::uint64_t, kMaxReportedShares> served;
         std::array<std::uint64_t, kMaxReportedShares> contended;
         std::array<std::uint64_t, kMaxReportedShares> served_packets;
         std::array<std::uint64_t, kMaxReportedShares> contended_packets;
     };
-    Published<ShareView> shares;  // served/contended of pipeline port.queue.shares()[i]
+    struct PortView {
+        Published<QueueView> queue;
+        Published<ShareView> shares;  // served/contended of pipeline port.queue.shares()[i]
+    };
+    struct FdbView {
+        core::FdbStats stats;
+        std::uint64_t size;
+    };
 
-    void publish_shares(const core::PortQueue& q) noexcept {
-        const auto list = q.shares();
+    Lcore(const core::SwitchConfig& cfg, std::uint64_t hz, MbufIo io_of_lcore)
+        : io(std::move(io_of_lcore)), pipeline(cfg, hz, io), views(cfg.ports.size()) {}
+
+    MbufIo io;  // before pipeline: the pipeline frees what it holds through it
+    core::Pipeline<MbufIo> pipeline;
+    SwitchCounters counters;  // this lcore's RX entries of the switch table
+    std::vector<RxQueue> rx_queues;
+    rte_ring* inbox = nullptr;  // PeerUpdates from the other lcores; null with one lcore
+    std::vector<PortView> views;
+    Published<FdbView> fdb_view;
+    std::uint64_t last_housekeeping = 0;
+    std::uint64_t last_export = 0;
+    std::uint64_t last_now = 0;
+
+    void publish_port(std::size_t i, std::uint64_t pending) noexcept {
+        const auto& pp = pipeline.port(i);
+        views[i].queue.publish({pp.queue.stats(), pp.queue.depth(), pp.queue.depth_bytes(), pp.queue.capacity(), pending});
+        const auto list = pp.queue.shares();
         if (list.empty()) return;
         ShareView v{};
-        for (std::size_t i = 0; i < list.size() && i < kMaxReportedShares; ++i) {
-            v.served[i] = list[i].served;
-            v.contended[i] = list[i].contended;
-            v.served_packets[i] = list[i].served_packets;
-            v.contended_packets[i] = list[i].contended_packets;
+        for (std::size_t c = 0; c < list.size() && c < kMaxReportedShares; ++c) {
+            v.served[c] = list[c].served;
+            v.contended[c] = list[c].contended;
+            v.served_packets[c] = list[c].served_packets;
+            v.contended_packets[c] = list[c].contended_packets;
         }
-        shares.publish(v);
+        views[i].shares.publish(v);
     }
-};
-
-struct Switch::RxContext {
-    SwitchCounters counters;  // this context's RX entries of the switch table
-    std::vector<std::uint16_t> ports;  // port indexes polled by this context
-    rte_ring* ring = nullptr;          // to the egress owner; null in one-lcore mode
-    // Per-burst scratch, allocated once: a local array of these would be value-initialised (their
-    // members have default initialisers), a memset of several KB every round.
-    std::vector<Handoff> handoffs = std::vector<Handoff>(kMaxBurst);
 };
 
 namespace {
 
-MbufIo make_io(rte_mempool* pool, std::span<const std::uint16_t> ports) {
-    MbufIo io;
-    io.pool = pool;
-    io.port_ids.assign(ports.begin(), ports.end());
-    return io;
-}
+constexpr std::uint32_t kPeerRingSize = 4096;
+constexpr unsigned kPeerUpdatesPerRound = 64;
+
+std::atomic<unsigned> g_ring_serial{0};
 
 }  // namespace
 
@@ -125,145 +132,146 @@ Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> 
     : cfg_(config),
       hz_(std::max<std::uint64_t>(ticks_per_second, 1)),
       burst_(std::clamp<std::uint32_t>(config.burst, 1, kMaxBurst)),
-      start_ticks_(0),
-      io_(make_io(pool, ports)),
-      pipeline_((ports.size() == config.ports.size()
-                     ? config
-                     : throw core::ConfigError(fmt::format("{} ports configured but {} port ids given",
-                                                           config.ports.size(), ports.size()))),
-                hz_, io_) {
+      start_ticks_(0) {
+    if (ports.size() != cfg_.ports.size())
+        throw core::ConfigError(fmt::format("{} ports configured but {} port ids given", cfg_.ports.size(), ports.size()));
+    // Whole receive queues per lcore: the (port, queue) pairs dealt out in turn.
+    std::vector<RxQueue> pairs;
+    for (std::uint16_t q = 0;; ++q) {
+        bool any = false;
+        for (std::size_t i = 0; i < cfg_.ports.size(); ++i)
+            if (q < cfg_.ports[i].rx_queues) {
+                pairs.push_back({static_cast<std::uint16_t>(i), q});
+                any = true;
+            }
+        if (!any) break;
+    }
+    const unsigned n = std::max<std::uint32_t>(cfg_.lcores, 1);
+    if (n > pairs.size())
+        throw core::ConfigError(fmt::format("lcores: {} but the ports have {} receive queues (ports[].rx_queues): "
+                                            "each forwarding lcore polls whole queues",
+                                            n, pairs.size()));
+
     for (std::size_t i = 0; i < ports.size(); ++i) {
         auto p = std::make_unique<PortState>();
         p->port_id = ports[i];
         p->name = cfg_.ports[i].name;
         p->device = cfg_.ports[i].device;
+        ports_.push_back(std::move(p));
+    }
+    for (unsigned l = 0; l < n; ++l) {
+        MbufIo io;
+        io.pool = pool;
+        io.port_ids.assign(ports.begin(), ports.end());
+        io.tx_queue = static_cast<std::uint16_t>(l);
+        lcores_.push_back(std::make_unique<Lcore>(cfg_, hz_, std::move(io)));
+    }
+    for (std::size_t k = 0; k < pairs.size(); ++k) lcores_[k % n]->rx_queues.push_back(pairs[k]);
+
+    for (std::size_t i = 0; i < ports.size(); ++i) {
         rte_ether_addr addr{};
         if (rte_eth_macaddr_get(ports[i], &addr) == 0) {
             frame::MacAddr mac;
             std::memcpy(mac.data(), addr.addr_bytes, 6);
-            pipeline_.set_port_mac(i, mac);
+            for (auto& lc : lcores_) lc->pipeline.set_port_mac(i, mac);
         }
-        ports_.push_back(std::move(p));
     }
-    housekeeping_ticks_ = hz_ / 1000;
-
-    // Spread the ports over the RX contexts; one context without a ring in one-lcore mode.
-    multi_ = cfg_.lcores > 1;
-    const std::size_t contexts = multi_ ? std::min<std::size_t>(cfg_.lcores - 1, ports.size()) : 1;
-    for (std::size_t c = 0; c < contexts; ++c) rx_contexts_.push_back(std::make_unique<RxContext>());
-    for (std::size_t i = 0; i < ports.size(); ++i)
-        rx_contexts_[i % contexts]->ports.push_back(static_cast<std::uint16_t>(i));
-    if (multi_) {
-        for (auto& ctx : rx_contexts_) {
-            const std::string name = fmt::format("shesha_rx{}", g_ring_serial.fetch_add(1));
-            ctx->ring = rte_ring_create_elem(name.c_str(), sizeof(Handoff), kHandoffRingSize,
-                                             static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
-            if (ctx->ring == nullptr)
+    if (n > 1) {
+        for (std::size_t i = 0; i < cfg_.ports.size(); ++i) {
+            const core::ShaperConfig& shaper = cfg_.ports[i].shaper;
+            if (shaper.rate_bps == 0) continue;
+            shared_shapers_.push_back(std::make_unique<core::SharedTokenBucket>(shaper.rate_bps, shaper.burst_bytes, hz_));
+            for (auto& lc : lcores_) lc->pipeline.port(i).bucket.share(shared_shapers_.back().get());
+        }
+        for (auto& lc : lcores_) {
+            lc->pipeline.start_peer_sync();
+            const std::string name = fmt::format("shesha_peer{}", g_ring_serial.fetch_add(1));
+            lc->inbox = rte_ring_create_elem(name.c_str(), sizeof(core::PeerUpdate), kPeerRingSize,
+                                             static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
+            if (lc->inbox == nullptr)
                 throw std::runtime_error(fmt::format("cannot create ring {}: {}", name, rte_strerror(rte_errno)));
         }
     }
+    housekeeping_ticks_ = hz_ / 1000;
+    peer_export_ticks_ = hz_;
     publish(0);
 }
 
 Switch::~Switch() {
     drain();
-    for (auto& ctx : rx_contexts_)
-        if (ctx->ring != nullptr) rte_ring_free(ctx->ring);
+    for (auto& lc : lcores_)
+        if (lc->inbox != nullptr) rte_ring_free(lc->inbox);
 }
 
 std::uint16_t Switch::port_id(std::size_t index) const noexcept { return ports_[index]->port_id; }
 
+std::span<const Switch::RxQueue> Switch::rx_queues_of(unsigned lcore) const noexcept { return lcores_[lcore]->rx_queues; }
+
 // ---- rounds -------------------------------------------------------------------------------------
 
-unsigned Switch::receive(RxContext& ctx, std::uint16_t in, std::uint64_t now) noexcept {
-    std::array<rte_mbuf*, kMaxBurst> pkts;
-    const std::uint16_t n = rte_eth_rx_burst(ports_[in]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
-    pipeline_.receive_burst(ctx.counters, in, pkts.data(), n, now);
-    return n;
-}
-
-unsigned Switch::poll_round(std::uint64_t now) noexcept {
-    RxContext& ctx = *rx_contexts_.front();
+unsigned Switch::poll_round(unsigned lcore, std::uint64_t now) noexcept {
+    Lcore& lc = *lcores_[lcore];
+    if (lc.inbox != nullptr) apply_peer_updates(lc);
     unsigned received = 0;
-    for (std::uint16_t index : ctx.ports) received += receive(ctx, index, now);
-    const unsigned sent = pipeline_.transmit_all(now);
-    ctx.counters.add(SwitchCounter::RxRounds);
-    const bool idle = received == 0 && sent == 0;
-    if (idle) ctx.counters.add(SwitchCounter::RxIdleRounds);
-    pipeline_.count_round(idle);
-    housekeeping(now);
-    return received;
-}
-
-unsigned Switch::rx_round(unsigned worker, std::uint64_t now) noexcept {
-    (void)now;
-    RxContext& ctx = *rx_contexts_[worker];
     std::array<rte_mbuf*, kMaxBurst> pkts;
-    Handoff* handoffs = ctx.handoffs.data();
-    unsigned received = 0;
-    for (std::uint16_t index : ctx.ports) {
-        const std::uint16_t n = rte_eth_rx_burst(ports_[index]->port_id, 0, pkts.data(), static_cast<std::uint16_t>(burst_));
-        if (n == 0) continue;
-        core::RxTally tally;
-        for (std::uint16_t i = 0; i < n && i < core::kPrefetchAhead; ++i) MbufIo::prefetch(pkts[i]);
-        for (std::uint16_t i = 0; i < n; ++i) {
-            if (i + core::kPrefetchAhead < n) MbufIo::prefetch(pkts[i + core::kPrefetchAhead]);
-            handoffs[i].mbuf = pkts[i];
-            pipeline_.classify(ctx.counters, pkts[i], index, handoffs[i].meta, tally);
-        }
-        pipeline_.settle_rx(ctx.counters, index, n, tally);
-        const unsigned queued = rte_ring_sp_enqueue_burst_elem(ctx.ring, handoffs, sizeof(Handoff), n, nullptr);
-        if (queued < n) {
-            ctx.counters.add(SwitchCounter::HandoffDrops, n - queued);
-            for (unsigned i = queued; i < n; ++i) rte_pktmbuf_free(handoffs[i].mbuf);
-        }
+    for (const RxQueue& rq : lc.rx_queues) {
+        const std::uint16_t n = rte_eth_rx_burst(ports_[rq.port]->port_id, rq.queue, pkts.data(), static_cast<std::uint16_t>(burst_));
+        lc.pipeline.receive_burst(lc.counters, rq.port, pkts.data(), n, now);
         received += n;
     }
-    ctx.counters.add(SwitchCounter::RxRounds);
-    if (received == 0) ctx.counters.add(SwitchCounter::RxIdleRounds);
+    const unsigned sent = lc.pipeline.transmit_all(now);
+    if (lc.inbox != nullptr) lc.pipeline.take_peer_updates([&](const core::PeerUpdate& u) { tell_peers(lc, u); });
+    lc.counters.add(SwitchCounter::RxRounds);
+    const bool idle = received == 0 && sent == 0;
+    if (idle) lc.counters.add(SwitchCounter::RxIdleRounds);
+    lc.pipeline.count_round(idle);
+    housekeeping(lc, now);
     return received;
 }
 
-unsigned Switch::egress_round(std::uint64_t now) noexcept {
-    Handoff* handoffs = egress_handoffs_.data();
-    unsigned taken = 0;
-    for (auto& ctx : rx_contexts_) {
-        const unsigned n = rte_ring_sc_dequeue_burst_elem(ctx->ring, handoffs, sizeof(Handoff), burst_, nullptr);
-        // The mbufs and frames were last written by the RX lcore. Each crosses cores: fetch the
-        // mbufs two strides ahead and, once they are here, the frames' headers (learning reads the
-        // MACs) one stride ahead, so the transfers overlap the work on earlier packets.
-        constexpr unsigned kAhead = core::kPrefetchAhead;
-        for (unsigned i = 0; i < n && i < 2 * kAhead; ++i) rte_prefetch0(handoffs[i].mbuf);
-        for (unsigned i = 0; i < n && i < kAhead; ++i) MbufIo::prefetch(handoffs[i].mbuf);
-        pipeline_.forward_classified(n, now, [&](std::uint32_t i, core::PacketMeta& meta) __attribute__((always_inline)) {
-            if (i + 2 * kAhead < n) rte_prefetch0(handoffs[i + 2 * kAhead].mbuf);
-            if (i + kAhead < n) MbufIo::prefetch(handoffs[i + kAhead].mbuf);
-            meta = handoffs[i].meta;
-            return handoffs[i].mbuf;
-        });
-        pipeline_.finish_forwarding(now);
-        taken += n;
-    }
-    const unsigned sent = pipeline_.transmit_all(now);
-    pipeline_.count_round(taken == 0 && sent == 0);
-    housekeeping(now);
-    return taken + sent;
+void Switch::apply_peer_updates(Lcore& lc) noexcept {
+    std::array<core::PeerUpdate, kPeerUpdatesPerRound> updates;
+    const unsigned n = rte_ring_sc_dequeue_burst_elem(lc.inbox, updates.data(), sizeof(core::PeerUpdate),
+                                                      kPeerUpdatesPerRound, nullptr);
+    for (unsigned i = 0; i < n; ++i) lc.pipeline.apply_peer_update(updates[i]);
 }
 
-void Switch::housekeeping(std::uint64_t now) noexcept {
-    last_now_ = now;
-    pipeline_.set_clock(now);
-    if (now - last_housekeeping_ < housekeeping_ticks_) return;
-    publish(now);
+// A full inbox loses the update; the once-a-second export repeats every station and member.
+void Switch::tell_peers(Lcore& lc, const core::PeerUpdate& u) noexcept {
+    for (auto& peer : lcores_)
+        if (peer.get() != &lc && rte_ring_mp_enqueue_elem(peer->inbox, const_cast<core::PeerUpdate*>(&u), sizeof u) != 0)
+            lc.pipeline.count_peer_sync_dropped(1);
+}
+
+void Switch::housekeeping(Lcore& lc, std::uint64_t now) noexcept {
+    lc.last_now = now;
+    lc.pipeline.set_clock(now);
+    if (now - lc.last_housekeeping < housekeeping_ticks_) return;
+    publish_lcore(lc, now);
+}
+
+void Switch::publish_lcore(Lcore& lc, std::uint64_t now) noexcept {
+    lc.last_housekeeping = now;
+    lc.last_now = now;
+    lc.pipeline.set_clock(now);
+    if (&lc == lcores_.front().get() && start_ticks_ == 0) store_relaxed(start_ticks_, now);
+    lc.pipeline.housekeeping(now);
+    if (lc.inbox != nullptr && now - lc.last_export >= peer_export_ticks_) {
+        lc.pipeline.export_peer_state(lc.last_export, [&](const core::PeerUpdate& u) { tell_peers(lc, u); });
+        lc.last_export = now;
+    }
+    log_too_big(lc);
+    for (std::size_t i = 0; i < ports_.size(); ++i) lc.publish_port(i, lc.pipeline.port(i).n_pending);
+    lc.fdb_view.publish({lc.pipeline.fdb().stats(), lc.pipeline.fdb().size()});
 }
 
 // A frame too big for its egress port is counted by the pipeline; the first one per port is logged.
-void Switch::log_too_big() noexcept {
+void Switch::log_too_big(const Lcore& lc) noexcept {
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         PortState& p = *ports_[i];
-        const auto& pp = pipeline_.port(i);
+        const auto& pp = lc.pipeline.port(i);
         if (p.too_big_logged || pp.too_big_first_len == 0) continue;
-        p.too_big_logged = true;
+        p.too_big_logged = true;  // a benign race between lcores: at worst logged twice
         spdlog::warn("port '{}': dropping frames longer than its mtu allows ({} bytes), first one {} bytes "
                      "(counted in tx_too_big; raise the port's mtu, or send smaller chunks)",
                      p.name, pp.max_frame, pp.too_big_first_len);
@@ -271,32 +279,21 @@ void Switch::log_too_big() noexcept {
 }
 
 void Switch::publish(std::uint64_t now) noexcept {
-    last_housekeeping_ = now;
-    last_now_ = now;
-    pipeline_.set_clock(now);
-    if (start_ticks_ == 0) store_relaxed(start_ticks_, now);
-    pipeline_.housekeeping(now);
-    log_too_big();
-    for (std::size_t i = 0; i < ports_.size(); ++i) {
-        const auto& pp = pipeline_.port(i);
-        ports_[i]->view.publish({pp.queue.stats(), pp.queue.depth(), pp.queue.depth_bytes(), pp.queue.capacity(), pp.n_pending});
-        ports_[i]->publish_shares(pp.queue);
-    }
-    fdb_view_.publish({pipeline_.fdb().stats(), pipeline_.fdb().size()});
+    for (auto& lc : lcores_) publish_lcore(*lc, now);
 }
 
 void Switch::drain() noexcept {
-    for (auto& ctx : rx_contexts_) {
-        if (ctx->ring == nullptr) continue;
-        Handoff h;
-        while (rte_ring_sc_dequeue_elem(ctx->ring, &h, sizeof(Handoff)) == 0) rte_pktmbuf_free(h.mbuf);
+    for (auto& lc : lcores_) {
+        lc->pipeline.drain(lc->last_now);  // the data path's clock (tests use their own)
+        for (std::size_t i = 0; i < ports_.size(); ++i) lc->publish_port(i, 0);
     }
-    pipeline_.drain(last_now_);  // the data path's clock (tests use their own)
-    for (std::size_t i = 0; i < ports_.size(); ++i) {
-        const auto& pp = pipeline_.port(i);
-        ports_[i]->view.publish({pp.queue.stats(), pp.queue.depth(), pp.queue.depth_bytes(), pp.queue.capacity(), 0});
-        ports_[i]->publish_shares(pp.queue);
-    }
+}
+
+core::SwitchCounters Switch::lcore_counters(unsigned lcore) const noexcept {
+    const Lcore& lc = *lcores_[lcore];
+    core::SwitchCounters c = lc.counters.read();
+    c += lc.pipeline.egress().read();
+    return c;
 }
 
 // ---- snapshot (any thread) -----------------------------------------------------------------------
@@ -308,47 +305,58 @@ SwitchSnapshot Switch::snapshot(std::uint64_t now) const {
     const std::uint64_t start = load_relaxed(start_ticks_);
     s.uptime_s = (start != 0 && now > start) ? static_cast<double>(now - start) / static_cast<double>(hz_) : 0.0;
     s.simd = std::string(core::to_string(core::active_simd()));
-    s.lcores = cfg_.lcores;
+    s.lcores = static_cast<std::uint32_t>(lcores_.size());
 
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         const PortState* p = ports_[i].get();
-        const auto& pp = pipeline_.port(i);
         PortSnapshot ps;
         ps.name = p->name;
         ps.device = p->device;
         ps.port_id = p->port_id;
-        ps.shaper_rate_bps = pp.bucket.rate_bps();
-        ps.counters = pp.rx.read();
-        ps.counters += pp.tx.read();
+        ps.shaper_rate_bps = lcores_.front()->pipeline.port(i).bucket.rate_bps();
         rte_eth_stats es{};
         if (rte_eth_stats_get(p->port_id, &es) == 0) {
             ps.rx_missed = es.imissed;
             ps.rx_nombuf = es.rx_nombuf;
         }
-        const auto view = p->view.read();
-        ps.queue = view.stats;
-        ps.queue_capacity = view.capacity;
-        ps.queue_depth = view.depth;
-        ps.queue_depth_bytes = view.depth_bytes;
-        ps.tx_pending = view.pending;
-        // Cluster ids and weights never change after start; the counts come from the egress owner.
-        const auto shares = pp.queue.shares();
-        if (!shares.empty()) {
-            const auto counts = p->shares.read();
-            for (std::size_t c = 0; c < shares.size() && c < kMaxReportedShares; ++c)
-                ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, counts.served[c], counts.contended[c],
-                                       counts.served_packets[c], counts.contended_packets[c]});
+        // Cluster ids and weights never change after start; the counts come from each lcore.
+        const auto shares = lcores_.front()->pipeline.port(i).queue.shares();
+        for (std::size_t c = 0; c < shares.size() && c < kMaxReportedShares; ++c)
+            ps.clusters.push_back({shares[c].cluster_id, shares[c].weight, 0, 0, 0, 0});
+        for (const auto& lc : lcores_) {
+            const auto& pp = lc->pipeline.port(i);
+            ps.counters += pp.rx.read();
+            ps.counters += pp.tx.read();
+            const auto view = lc->views[i].queue.read();
+            ps.queue += view.stats;
+            ps.queue_capacity += view.capacity;
+            ps.queue_depth += view.depth;
+            ps.queue_depth_bytes += view.depth_bytes;
+            ps.tx_pending += view.pending;
+            if (shares.empty()) continue;
+            const auto counts = lc->views[i].shares.read();
+            for (std::size_t c = 0; c < ps.clusters.size(); ++c) {
+                ps.clusters[c].served += counts.served[c];
+                ps.clusters[c].contended += counts.contended[c];
+                ps.clusters[c].served_packets += counts.served_packets[c];
+                ps.clusters[c].contended_packets += counts.contended_packets[c];
+            }
         }
         core::derive_queue_values(ps, hz_);
         s.ports.push_back(std::move(ps));
     }
 
-    for (const auto& ctx : rx_contexts_) s.counters += ctx->counters.read();
-    s.counters += pipeline_.egress().read();
+    for (unsigned l = 0; l < lcores_.size(); ++l) s.counters += lcore_counters(l);
     s.malformed_total = core::malformed_total(s.counters);
-    const FdbView fv = fdb_view_.read();
-    s.fdb = fv.stats;
-    s.fdb_size = fv.size;
+    // Each lcore counts the stations it saw itself; every lcore's table holds them all.
+    for (const auto& lc : lcores_) {
+        const auto fv = lc->fdb_view.read();
+        s.fdb.learned += fv.stats.learned;
+        s.fdb.moved += fv.stats.moved;
+        s.fdb.aged_out += fv.stats.aged_out;
+        s.fdb.table_full += fv.stats.table_full;
+        s.fdb_size = std::max<std::uint64_t>(s.fdb_size, fv.size);
+    }
     s.fdb_capacity = cfg_.fdb_capacity;
     return s;
 }

@@ -1,13 +1,17 @@
-// The shesha-switch data path adapter: DPDK ports, mbufs, lcores and rings around the DPDK-free
-// pipeline (switch/core/pipeline.h), which makes every per-packet decision. The Switch owns no
-// ports: the caller attaches and starts them (init.h for the real binary, rte_eth_from_rings in
-// tests) and hands over their port ids, so the same code runs on NICs, vdevs and test rings.
+// The shesha-switch data path adapter: DPDK ports, mbufs and lcores around the DPDK-free pipeline
+// (switch/core/pipeline.h), which makes every per-packet decision. The Switch owns no ports: the
+// caller attaches and starts them (init.h for the real binary, rte_eth_from_rings in tests) and
+// hands over their port ids, so the same code runs on NICs, vdevs and test rings.
 //
-// Threading (see lcore_loops.h): the "egress owner" (the main lcore) owns the pipeline's
-// forwarding state (FDB, queues, token buckets) and every TX queue. RX is done either by that
-// same lcore (config.lcores == 1: poll_round()) or by N-1 RX lcores (rx_round(w)), each polling
-// its share of the ports and classifying, and handing packets to the egress owner through its own
-// single-producer/single-consumer rte_ring (egress_round()).
+// Threading (see lcore_loops.h; docs/switch.md, "Several lcores"): every forwarding lcore runs to
+// completion. Lcore i (0 .. lcores-1) has a pipeline of its own (FDB, egress queues, FEEDBACK
+// limiter, counters), polls its share of the ports' receive queues (whole queues: the (port,
+// queue) pairs dealt out in turn), and transmits on its own TX queue i of every port. No packet
+// crosses lcores. What the pipelines must agree on travels as PeerUpdates over one rte_ring per
+// lcore (stations learned, workers that joined a replication group), and a shaped port's token
+// bucket is shared (core::SharedTokenBucket), so the port keeps its rate. Gradients merge only
+// with gradients polled by the same lcore: a cluster's workers on ports of different lcores leave
+// as separate frames (docs/switch.md says what that costs).
 #pragma once
 
 #include <array>
@@ -51,57 +55,54 @@ struct MbufIo {
     // the first header_len bytes, chained to an indirect mbuf that shares m's payload (no payload
     // copy per member). m stays the caller's to free.
     rte_mbuf* replicate(rte_mbuf* m, std::uint32_t header_len, std::uint8_t** header) noexcept;
-    bool send_now(std::uint16_t port, rte_mbuf* m) noexcept { return rte_eth_tx_burst(port_ids[port], 0, &m, 1) == 1; }
+    bool send_now(std::uint16_t port, rte_mbuf* m) noexcept { return rte_eth_tx_burst(port_ids[port], tx_queue, &m, 1) == 1; }
     void free(rte_mbuf* m) noexcept { rte_pktmbuf_free(m); }
     std::uint16_t tx_burst(std::uint16_t port, rte_mbuf** m, std::uint16_t n) noexcept {
-        return rte_eth_tx_burst(port_ids[port], 0, m, n);
+        return rte_eth_tx_burst(port_ids[port], tx_queue, m, n);
     }
 
     rte_mempool* pool = nullptr;        // flood copies and FEEDBACK packets
     std::vector<std::uint16_t> port_ids;  // DPDK port id of each port index
+    std::uint16_t tx_queue = 0;         // this lcore's TX queue on every port
 };
 
-// Element of the RX -> egress rings (rte_ring_create_elem; size is a multiple of 4).
-struct Handoff {
-    rte_mbuf* mbuf;
-    PacketMeta meta;
-};
-static_assert(sizeof(Handoff) % 4 == 0);
+static_assert(sizeof(core::PeerUpdate) % 4 == 0, "rte_ring elements are multiples of 4 bytes");
 
 class Switch {
 public:
-    // ports[i] is the DPDK port id of config.ports[i]; the ports must be configured with one RX
-    // and one TX queue and started. pool provides flood copies and FEEDBACK packets.
-    // ticks_per_second is the unit of every `now` given to the data path (rte_get_tsc_hz() in the
-    // binary; tests may use any clock). Throws core::ConfigError for an inconsistent config (for
-    // example a static FDB entry naming an unknown port) and std::runtime_error if rings cannot be
+    // ports[i] is the DPDK port id of config.ports[i]; each port must be configured (setup_port())
+    // with config.ports[i].rx_queues RX queues and config.lcores TX queues, and started. pool
+    // provides flood copies, MODEL copies and FEEDBACK packets. ticks_per_second is the unit of
+    // every `now` given to the data path (rte_get_tsc_hz() in the binary; tests may use any clock).
+    // Throws core::ConfigError for an inconsistent config (for example a static FDB entry naming an
+    // unknown port, or more lcores than receive queues) and std::runtime_error if rings cannot be
     // created.
     Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> ports, rte_mempool* pool,
            std::uint64_t ticks_per_second);
-    ~Switch();  // frees every packet still held (queues, pending TX, rings)
+    ~Switch();  // frees every packet still held (queues, pending TX)
     Switch(const Switch&) = delete;
     Switch& operator=(const Switch&) = delete;
 
-    // --- data path: each entry point is called from exactly one lcore -------------------------
-    // One-lcore mode: RX of every port, forwarding, TX. Returns packets received.
-    unsigned poll_round(std::uint64_t now) noexcept;
-    // Multi-lcore mode, RX lcore number `worker` (0 .. rx_workers()-1): polls its ports and hands
-    // the packets to the egress owner. Returns packets received.
-    unsigned rx_round(unsigned worker, std::uint64_t now) noexcept;
-    // Multi-lcore mode, egress owner: takes handed-over packets, forwards, transmits. Returns
-    // packets taken from the rings plus packets transmitted.
-    unsigned egress_round(std::uint64_t now) noexcept;
-    // Egress-owner housekeeping (FDB aging, publishing state for readers); the rounds call it
-    // about every millisecond by themselves; call it directly before snapshot() in tests.
+    // --- data path: lcore i calls poll_round(i, ...) and nothing else calls it -----------------
+    // One round of forwarding lcore `lcore`: applies its peers' updates, polls its receive queues,
+    // forwards, transmits, tells its peers what it learned, and does its housekeeping (FDB aging,
+    // publishing state for readers) about every millisecond. Returns packets received.
+    unsigned poll_round(unsigned lcore, std::uint64_t now) noexcept;
+    // Housekeeping of every lcore now: call only while no lcore runs (tests, after the loops).
     void publish(std::uint64_t now) noexcept;
 
     // Frees every packet still held (queued or pending TX) and counts it in tx.dropped. Call after the
-    // loops have stopped, from the egress owner.
+    // loops have stopped.
     void drain() noexcept;
 
     // --- control ---------------------------------------------------------------------------
-    bool multi_lcore() const noexcept { return multi_; }
-    unsigned rx_workers() const noexcept { return static_cast<unsigned>(rx_contexts_.size()); }
+    unsigned lcores() const noexcept { return static_cast<unsigned>(lcores_.size()); }
+    // The (port index, queue) pairs lcore `lcore` polls.
+    struct RxQueue {
+        std::uint16_t port;
+        std::uint16_t queue;
+    };
+    std::span<const RxQueue> rx_queues_of(unsigned lcore) const noexcept;
     void request_stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
     bool stop_requested() const noexcept { return stop_.load(std::memory_order_relaxed); }
     std::uint64_t ticks_per_second() const noexcept { return hz_; }
@@ -110,40 +111,32 @@ public:
     std::uint16_t port_id(std::size_t index) const noexcept;
 
     // Safe from any thread (telemetry, main lcore): reads single-writer counters with relaxed
-    // loads and the egress owner's last publish().
+    // loads and each lcore's last publish(), summed over the lcores.
     SwitchSnapshot snapshot(std::uint64_t now) const;
+    // One lcore's share of the switch-wide counters (tests check that the sum is the snapshot's).
+    core::SwitchCounters lcore_counters(unsigned lcore) const noexcept;
 
 private:
     struct PortState;
-    struct RxContext;
+    struct Lcore;
 
-    unsigned receive(RxContext& ctx, std::uint16_t in_index, std::uint64_t now) noexcept;
-    void housekeeping(std::uint64_t now) noexcept;
-    void log_too_big() noexcept;
+    void housekeeping(Lcore& lc, std::uint64_t now) noexcept;
+    void publish_lcore(Lcore& lc, std::uint64_t now) noexcept;
+    void apply_peer_updates(Lcore& lc) noexcept;
+    void tell_peers(Lcore& lc, const core::PeerUpdate& u) noexcept;
+    void log_too_big(const Lcore& lc) noexcept;
 
     core::SwitchConfig cfg_;
     std::uint64_t hz_;
     std::uint32_t burst_;
     std::uint64_t start_ticks_;
-    bool multi_ = false;
     std::atomic<bool> stop_{false};
 
-    MbufIo io_;  // before pipeline_: the pipeline frees what it holds through it
-    core::Pipeline<MbufIo> pipeline_;
     std::vector<std::unique_ptr<PortState>> ports_;
-    std::vector<std::unique_ptr<RxContext>> rx_contexts_;
-
-    std::uint64_t last_housekeeping_ = 0;
+    std::vector<std::unique_ptr<core::SharedTokenBucket>> shared_shapers_;  // shaped ports, several lcores
+    std::vector<std::unique_ptr<Lcore>> lcores_;
     std::uint64_t housekeeping_ticks_ = 0;  // hz_ / 1000
-    // Scratch of the egress owner, allocated once (value-initialising a local array costs a memset).
-    std::vector<Handoff> egress_handoffs_ = std::vector<Handoff>(kMaxBurst);
-    std::uint64_t last_now_ = 0;
-
-    struct FdbView {
-        core::FdbStats stats;
-        std::uint64_t size;
-    };
-    Published<FdbView> fdb_view_;
+    std::uint64_t peer_export_ticks_ = 0;   // hz_: the once-a-second resync of peers
 };
 
 }  // namespace shesha::sw

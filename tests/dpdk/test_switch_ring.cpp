@@ -5,6 +5,8 @@
 // lack of privileges.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,7 @@ using namespace shesha::testing;
 namespace {
 
 constexpr std::uint64_t kHz = 1'000'000'000;  // fake clock: 1 tick = 1 ns
+constexpr std::size_t kMaxTestLcores = 2;     // TX queues each test port offers
 
 rte_mempool* g_pool = nullptr;
 
@@ -100,10 +103,14 @@ struct Rig {
         for (std::size_t i = 0; i < n; ++i) {
             const std::string base = fmt::format("t{}", serial++);
             rte_ring* rx = rte_ring_create((base + "rx").c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-            rte_ring* tx = rte_ring_create((base + "tx").c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            // Every forwarding lcore has a TX queue of its own on each port; here they all feed
+            // the port's one ring (multi-producer), so a test reads one port's output in one place.
+            rte_ring* tx = rte_ring_create((base + "tx").c_str(), 1024, 0, RING_F_SC_DEQ);
             REQUIRE(rx != nullptr);
             REQUIRE(tx != nullptr);
-            const int id = rte_eth_from_rings(fmt::format("net_ring_{}", base).c_str(), &rx, 1, &tx, 1, 0);
+            std::array<rte_ring*, kMaxTestLcores> txs;
+            txs.fill(tx);
+            const int id = rte_eth_from_rings(fmt::format("net_ring_{}", base).c_str(), &rx, 1, txs.data(), kMaxTestLcores, 0);
             REQUIRE(id >= 0);
             rx_rings.push_back(rx);
             tx_rings.push_back(tx);
@@ -140,7 +147,8 @@ struct Rig {
 
     // Configures and starts the ports with the library's own setup.
     void start(const core::SwitchConfig& cfg) {
-        for (std::size_t i = 0; i < ids.size(); ++i) sw::setup_port(ids[i], cfg.ports[i], g_pool, 0);
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            sw::setup_port(ids[i], cfg.ports[i], g_pool, static_cast<std::uint16_t>(cfg.lcores), 0);
     }
 
     void inject(std::size_t port, const std::vector<std::uint8_t>& frame) {
@@ -164,14 +172,9 @@ struct Rig {
     unsigned avail_before = 0;
 };
 
-// One forwarding round in either lcore layout, all on this thread.
+// One round of every forwarding lcore, in turn, all on this thread.
 void run_round(sw::Switch& s, std::uint64_t now) {
-    if (s.multi_lcore()) {
-        for (unsigned w = 0; w < s.rx_workers(); ++w) s.rx_round(w, now);
-        s.egress_round(now);
-    } else {
-        s.poll_round(now);
-    }
+    for (unsigned l = 0; l < s.lcores(); ++l) s.poll_round(l, now);
 }
 
 sw::SwitchSnapshot snap(sw::Switch& s, std::uint64_t now) {
@@ -208,7 +211,7 @@ TEST_CASE("L2 learning, unicast forwarding and flooding", "[dpdk]") {
     rig.start(cfg);
     {
         sw::Switch s(cfg, rig.ids, g_pool, kHz);
-        REQUIRE(s.multi_lcore() == (lcores > 1));
+        REQUIRE(s.lcores() == lcores);
         std::uint64_t now = kHz;
 
         // A broadcasts on p0: one copy each on p1 and p2, none back on p0; A is learned on p0.
@@ -296,8 +299,8 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
     rig.start(cfg);
     const frame::MacAddr learner = mac(0x50);
     const std::uint32_t learner_ip = host_ip(0x50);
-    // Only the one-lcore RX loop bypasses, and only towards an unshaped port.
-    const bool bypasses = lcores == 1 && !shaped;
+    // Every forwarding lcore bypasses with the bursts it receives, but only towards an unshaped port.
+    const bool bypasses = !shaped;
     {
         sw::Switch s(cfg, rig.ids, g_pool, kHz);
         std::uint64_t now = kHz;
@@ -835,9 +838,12 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[dpdk]") {
 }
 
 TEST_CASE("MODEL replication: one copy per member, its payload shared by indirect mbufs, none leaked", "[dpdk]") {
-    // p0 the learner (host 9), p1..p4 members 1..4, p5 host 5 (not a member).
+    // p0 the learner (host 9), p1..p4 members 1..4, p5 host 5 (not a member). With two lcores,
+    // the joins of p1 and p3 arrive on lcore 1 and reach the learner's lcore 0 as peer updates.
+    const std::uint32_t lcores = GENERATE(1u, 2u);
+    INFO("lcores " << lcores);
     Rig rig(6);
-    core::SwitchConfig cfg = rig.config();
+    core::SwitchConfig cfg = rig.config(lcores);
     cfg.clusters[0].model_replication = core::ModelReplicationConfig{kGroup, host_ip(kLearnerHost), 64};
     rig.start(cfg);
     {
@@ -894,4 +900,120 @@ TEST_CASE("MODEL replication: one copy per member, its payload shared by indirec
         CHECK_THAT(sw::stats_to_prometheus(st, cfg, "t"), Catch::Contains("shesha_replication_model_copies_total{switch=\"t\"} 4"));
     }
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
+}
+
+TEST_CASE("two lcores: each polls whole ports, merges what it polled, shares the shaper; stats sum the lcores", "[dpdk]") {
+    // p0 and p2 belong to lcore 0, p1 (the learner, shaped) and p3 to lcore 1. Workers 1 and 2 send
+    // on p0 and p2, workers 3 and 4 on p3.
+    Rig rig(4);
+    core::SwitchConfig cfg = rig.config(2);
+    shape_learner_port(cfg);
+    rig.start(cfg);
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        REQUIRE(s.lcores() == 2);
+        auto ports_of = [&](unsigned l) {
+            std::vector<std::uint16_t> ports;
+            for (const auto& rq : s.rx_queues_of(l)) {
+                CHECK(rq.queue == 0);
+                ports.push_back(rq.port);
+            }
+            return ports;
+        };
+        CHECK(ports_of(0) == std::vector<std::uint16_t>{0, 2});
+        CHECK(ports_of(1) == std::vector<std::uint16_t>{1, 3});
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));  // lcore 1 learns the learner; lcore 0 hears of it
+        run_round(s, now);
+        for (std::size_t p = 0; p < 4; ++p) Rig::free_all(rig.take(p));
+
+        // One bucket for the port, whichever lcore sends: of 4 + 4 fillers from both lcores' ports,
+        // 6 leave (6 x 1424 wire bytes fit in 9100 B), not 6 per lcore.
+        for (int i = 0; i < 4; ++i) {
+            const std::vector<std::uint8_t> body(1400 - frame::kUdpPayloadOffset, 0x11);
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999, body));
+            rig.inject(3, udp_frame(mac(3), learner, host_ip(3), learner_ip, 9999, body));
+        }
+        run_round(s, now);
+        const auto fillers = rig.take(1);
+        CHECK(fillers.size() == 6);
+        Rig::free_all(fillers);
+        CHECK(rig.take(0).empty());  // lcore 0 knew where the learner is: no flood
+        CHECK(snap(s, now).ports[1].queue_depth == 2);
+
+        // Gradients of one (cluster, chunk, version): each lcore merges the ones it polled.
+        rig.inject(0, gradient_frame(1, learner, learner_ip, 7, 2));
+        rig.inject(2, gradient_frame(2, learner, learner_ip, 7, 2));
+        rig.inject(3, gradient_frame(3, learner, learner_ip, 7, 2));
+        rig.inject(3, gradient_frame(4, learner, learner_ip, 7, 2));
+        run_round(s, now);
+        std::vector<rte_mbuf*> out;
+        for (int i = 0; i < 50 && out.size() < 4; ++i) {
+            now += kHz / 10;
+            run_round(s, now);
+            for (rte_mbuf* m : rig.take(1)) out.push_back(m);
+        }
+        REQUIRE(out.size() == 4);  // 2 fillers + one merged gradient per lcore
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;  // (ts_earliest, ts_latest) of each
+        for (rte_mbuf* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.contrib_count == 2);
+            std::vector<float> elems(msg.hdr.elem_count);
+            std::memcpy(elems.data(), msg.payload.data(), elems.size() * 4);
+            CHECK(elems[0] == 2.0f);
+            CHECK(pattern::verify(elems.data(), elems.size(), 7, 2, msg.hdr.contrib_count) == pattern::Check::Ok);
+            merged.emplace_back(msg.hdr.ts_earliest_ns, msg.hdr.ts_latest_ns);
+        }
+        std::sort(merged.begin(), merged.end());
+        CHECK(merged == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1001, 1002}, {1003, 1004}});
+        Rig::free_all(out);
+
+        // Every table the snapshot shows is the sum of the lcores' own.
+        const auto st = snap(s, now);
+        core::SwitchCounters sum = s.lcore_counters(0);
+        sum += s.lcore_counters(1);
+        CHECK(st.counters.values == sum.values);
+        CHECK(s.lcore_counters(0)[core::SwitchCounter::GradientF32] == 2);
+        CHECK(s.lcore_counters(1)[core::SwitchCounter::GradientF32] == 2);
+        CHECK(st[core::SwitchCounter::PeerSyncDropped] == 0);
+        CHECK(st.ports[1][core::PortCounter::TxPackets] == 6 + 4);
+        CHECK(st.ports[1][core::PortCounter::TxContributions] == 4);
+        CHECK(st.ports[1].queue.merged == 2);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 4);
+        CHECK(st.ports[0][core::PortCounter::RxPackets] == 5);
+        CHECK(st.ports[3][core::PortCounter::RxPackets] == 6);
+        CHECK(st.fdb_size == 5);  // the learner and workers 1-4, in both lcores' tables
+        CHECK(st.lcores == 2);
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
+}
+
+TEST_CASE("a port with fewer TX queues than lcores is refused, naming lcores and the limit", "[dpdk]") {
+    ensure_eal();
+    rte_ring* rx = rte_ring_create("one_q_rx", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rte_ring* tx = rte_ring_create("one_q_tx", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    REQUIRE(rx != nullptr);
+    REQUIRE(tx != nullptr);
+    const int id = rte_eth_from_rings("net_ring_one_q", &rx, 1, &tx, 1, 0);
+    REQUIRE(id >= 0);
+    core::PortConfig port;
+    port.name = "p0";
+    port.device = "net_ring_one_q";
+    try {
+        sw::setup_port(static_cast<std::uint16_t>(id), port, g_pool, 2, 0);
+        FAIL("setup_port accepted 2 TX queues on a one-queue port");
+    } catch (const sw::InitError& e) {
+        const std::string what = e.what();
+        CHECK(what.find("lcores: 2 needs 2 TX queues") != std::string::npos);
+        CHECK(what.find("offers 1") != std::string::npos);
+    }
+    rte_eth_dev_close(static_cast<std::uint16_t>(id));
+    rte_ring_free(rx);
+    rte_ring_free(tx);
 }

@@ -2,8 +2,8 @@
 # Interleaved A/B of two shesha-switch binaries on one switch config: ROUNDS rounds, each running
 # A then B for SECONDS, reading received (or, with a last argument `tx`, sent) packets and uptime
 # from the switch's stats JSON. Prints each round's Mpps and the median [min-max] of the per-round
-# ratios B/A. `tx` is for configs where arrivals can be dropped before the ports (the 2-lcore
-# handoff ring). The configs
+# ratios B/A. `tx` is for configs where arrivals can be dropped before the ports (an old
+# binary's 2-lcore handoff ring). The configs
 # `shesha-bench forward --work-dir DIR` writes (DIR/switch-<workload>-<arm>.yaml) are the usual
 # input. Interleaving keeps this machine's drift out of the ratio; compare ratios, not rates.
 #

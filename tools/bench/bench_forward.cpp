@@ -424,7 +424,8 @@ public:
     OvsInstance& operator=(const OvsInstance&) = delete;
 
     // Empty string when the bridge is up with every port attached; else why not.
-    std::string start(const std::vector<std::string>& vdevs, std::uint16_t mtu) {
+    // pmds: PMD threads, on CPUs kForwardCpu, then 0 (one per CPU of this 2-CPU machine).
+    std::string start(const std::vector<std::string>& vdevs, std::uint16_t mtu, int pmds = 1) {
         std::string tmpl = (fs::temp_directory_path() / "shesha-bench-ovs-XXXXXX").string();
         if (::mkdtemp(tmpl.data()) == nullptr) return fmt::format("mkdtemp: {}", std::strerror(errno));
         dir_ = tmpl;
@@ -454,7 +455,7 @@ public:
             cmd({"set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
                  fmt::format("other_config:dpdk-extra=--no-huge -m 1024 --no-pci --legacy-mem --file-prefix={}",
                              prefix_),
-                 fmt::format("other_config:pmd-cpu-mask={:#x}", 1u << kForwardCpu)},
+                 fmt::format("other_config:pmd-cpu-mask={:#x}", pmds == 1 ? 1u << kForwardCpu : (1u << pmds) - 1)},
                 false) != 0) {
             return "ovs-vsctl could not configure the private ovsdb:\n" + Child::tail_of(cmdlog, 6);
         }
@@ -543,7 +544,7 @@ struct SwitchTotals {
     bool ok = false;
     std::uint64_t rx = 0, tx = 0, filtered = 0, flooded = 0, merged = 0, mergeable = 0, queue_drops = 0;
     std::uint64_t too_big = 0, multi_segment = 0;
-    std::uint64_t handoff_drops = 0, egress_rounds = 0, egress_idle_rounds = 0;  // lcores > 1
+    std::uint64_t peer_sync_dropped = 0, egress_rounds = 0, egress_idle_rounds = 0;
 };
 
 // Whole-run totals from the stats JSON shesha-switch writes at exit.
@@ -557,7 +558,7 @@ SwitchTotals read_switch_stats(const fs::path& path) {
         const json::Json root = json::parse_file(path.string());
         if (root.contains("internal")) {
             const json::Json& in = root["internal"];
-            t.handoff_drops = or_zero(in, "handoff_drops", "internal.");
+            t.peer_sync_dropped = or_zero(in, "peer_sync_dropped", "internal.");
             t.egress_rounds = or_zero(in, "egress_rounds", "internal.");
             t.egress_idle_rounds = or_zero(in, "egress_idle_rounds", "internal.");
         }
@@ -650,9 +651,25 @@ std::vector<std::string> testpmd_argv(const ForwardOptions& fwd, const std::stri
     return argv;
 }
 
+// Each forwarding lcore of shesha-switch transmits on a TX queue of its own. A replaying net_pcap
+// port has as many (dropping) TX queues as RX pcaps, so with several lcores it replays its file
+// once per lcore; the switch polls only the first RX queue (rx_queues: 1), so the traffic offered
+// is the same as with one lcore.
+std::string vdev_for_lcores(const std::string& vdev, int lcores) {
+    const auto at = vdev.find("rx_pcap=");
+    if (lcores <= 1 || !vdev.starts_with("net_pcap") || at == std::string::npos ||
+        vdev.find("tx_") != std::string::npos)
+        return vdev;
+    const std::string file = vdev.substr(at + 8, vdev.find(',', at) - (at + 8));
+    std::string out = vdev;
+    for (int i = 1; i < lcores; ++i) out += ",rx_pcap=" + file;
+    return out;
+}
+
 std::string switch_config(const Workload& w, int lcores, GradientHandling handling, const std::string& prefix,
                           const fs::path& stats_json) {
-    // 1 lcore: the main lcore forwards on CPU 1. 2 lcores: main (egress) on CPU 0, RX lcore on CPU 1.
+    // 1 lcore: the main lcore forwards on CPU 1. 2 lcores: forwarding lcore 0 (the main lcore) on
+    // CPU 0, forwarding lcore 1 on CPU 1, each with whole ports.
     const std::string cpus = lcores == 1 ? std::to_string(kForwardCpu) : "0,1";
     std::string out = fmt::format(
         "# written by shesha-bench forward\n"
@@ -660,7 +677,7 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
         "lcores: {}\nidle_backoff_us: 0\nburst: 32\nmbufs: 16384\nports:\n",
         cpus, prefix, lcores);
     for (std::size_t i = 0; i < w.vdevs.size(); ++i) {
-        out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, w.vdevs[i],
+        out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, vdev_for_lcores(w.vdevs[i], lcores),
                            w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
     }
     out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n",
@@ -852,7 +869,7 @@ Rates run_arm(const ForwardOptions& fwd, const fs::path& dir, const std::string&
     case Program::Ovs: {
         Rates r;
         OvsInstance ovs(fwd, prefix, dir / fmt::format("{}-r{}", name, round));
-        if (std::string err = ovs.start(w.vdevs, w.mtu); !err.empty()) {
+        if (std::string err = ovs.start(w.vdevs, w.mtu, arm.cores); !err.empty()) {
             r.error = fmt::format("OVS-DPDK did not start (logs: {}-*.log): {}", (dir / fmt::format("{}-r{}", name, round)).string(), err);
             return r;
         }
@@ -900,6 +917,34 @@ std::string pct(std::uint64_t part, std::uint64_t whole) {
 double merged_fraction(const ArmResult& a) {
     if (!a.totals.ok || a.totals.mergeable == 0) return std::nan("");
     return static_cast<double>(a.totals.merged) / static_cast<double>(a.totals.mergeable);
+}
+
+// The one-core arm a two-core arm scales from ("shesha-2c" -> "shesha"), or "".
+std::string one_core_id(const Arm& arm) {
+    return arm.cores > 1 && arm.id.ends_with("-2c") ? arm.id.substr(0, arm.id.size() - 3) : std::string();
+}
+
+// Per-round 2-core / 1-core ratios of each program (paired in the round), and shesha's scaling
+// relative to testpmd mac's (issue 28's goal: at least 0.9).
+std::string scaling_note(const WorkloadResult& res) {
+    const Workload& w = res.w;
+    std::map<std::string, double> scale;
+    std::string parts;
+    for (std::size_t i = 0; i < w.arms.size(); ++i) {
+        const std::string base = one_core_id(w.arms[i]);
+        if (base.empty()) continue;
+        const auto r = res.ratios(i, base, w.rx_basis);
+        if (r.empty()) continue;
+        const Spread sp = spread(r);
+        scale[base] = sp.median;
+        parts += fmt::format("{}{} {:.2f} ({:.2f}-{:.2f})", parts.empty() ? "" : ", ", base, sp.median, sp.min, sp.max);
+    }
+    if (parts.empty()) return {};
+    std::string out = fmt::format("2 cores / 1 core ({}, median and range of per-round ratios): {}",
+                                  w.rx_basis ? "received" : "forwarded", parts);
+    if (scale.count("shesha") && scale.count("testpmd-mac") && scale["testpmd-mac"] > 0)
+        out += fmt::format("; shesha's scaling / testpmd mac's = {:.2f}", scale["shesha"] / scale["testpmd-mac"]);
+    return out;
 }
 
 Table make_table(const WorkloadResult& res, int rounds, double secs, bool& failed, bool& keep_logs) {
@@ -959,18 +1004,16 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
                                        arm.label, pct(a.totals.filtered, a.totals.rx), pct(a.totals.flooded, a.totals.rx)));
             }
             if (a.totals.queue_drops) t.add_note(fmt::format("{}: queue drops {}", arm.label, a.totals.queue_drops));
-            if (a.totals.handoff_drops) {
-                t.add_note(fmt::format("{}: {} of received frames dropped at the RX->egress lcore handoff (ring full); "
-                                       "the egress lcore found nothing to do in {} of its rounds",
-                                       arm.label, pct(a.totals.handoff_drops, a.totals.rx),
-                                       pct(a.totals.egress_idle_rounds, a.totals.egress_rounds)));
-            }
+            if (a.totals.peer_sync_dropped)
+                t.add_note(fmt::format("{}: {} FDB/group updates between lcores lost (rings full; resent within a second)",
+                                       arm.label, a.totals.peer_sync_dropped));
             if (a.totals.too_big || a.totals.multi_segment) {
                 t.add_note(fmt::format("{}: tx_too_big {}, rx_multi_segment {}", arm.label, a.totals.too_big,
                                        a.totals.multi_segment));
             }
         }
     }
+    if (std::string scaling = scaling_note(res); !scaling.empty()) t.add_note(scaling);
     for (const auto& n : w.notes) t.add_note(n);
     t.add_note(fmt::format("{} round(s) of {:.1f} s windows, all programs in turn each round, read via /ethdev/stats "
                            "telemetry after a warm-up; rates are medians (summed over both ports), min/max over rounds; "
@@ -1038,6 +1081,10 @@ json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOpt
                                     : w.gradients && a.ok_rounds() > 0 ? json::Json(0)
                                                                        : json::Json(nullptr)},
                 {"ratios", std::move(ratios)},
+                {"vs_one_core", one_core_id(arm).empty()
+                                    ? json::Json(nullptr)
+                                    : json::Json{{"rx", jspread(spread(res.ratios(i, one_core_id(arm), true)))},
+                                                 {"tx", jspread(spread(res.ratios(i, one_core_id(arm), false)))}}},
             });
         }
         workloads.push_back({
@@ -1115,8 +1162,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
             not_run["ovs"] = "not installed: no OVS schema at " + fwd.ovs_schema;
         if (!not_run.count("ovs") && ::geteuid() != 0) not_run["ovs"] = "not root: unshare --net needs root";
     }
+    if (not_run.count("ovs")) not_run["ovs-2c"] = not_run["ovs"];
     if (online_cpus() < 2) {
-        not_run["testpmd-io-2c"] = not_run["shesha-2c"] = "one CPU: 2-core arms need 2 CPUs";
+        for (const char* id : {"testpmd-io-2c", "testpmd-mac-2c", "ovs-2c", "shesha-2c"})
+            not_run[id] = "one CPU: 2-core arms need 2 CPUs";
     }
 
     const Arm tp_io{"testpmd-io", "dpdk-testpmd io", Program::TestpmdIo, 1};
@@ -1124,6 +1173,8 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
     const Arm ovs{"ovs", "OVS-DPDK NORMAL", Program::Ovs, 1};
     const Arm sw{"shesha", "shesha-switch", Program::Shesha, 1};
     const Arm tp_io2{"testpmd-io-2c", "dpdk-testpmd io, 2 cores", Program::TestpmdIo, 2};
+    const Arm tp_mac2{"testpmd-mac-2c", "dpdk-testpmd mac, 2 cores", Program::TestpmdMac, 2};
+    const Arm ovs2{"ovs-2c", "OVS-DPDK NORMAL, 2 PMD threads", Program::Ovs, 2};
     const Arm sw2{"shesha-2c", "shesha-switch, 2 lcores", Program::Shesha, 2};
     const Arm sw_nomerge{"shesha-nomerge", "shesha-switch, aggregation off", Program::Shesha, 1,
                          GradientHandling::NoMerge};
@@ -1137,13 +1188,13 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         w.title = "64 B frames, 2 net_null ports; 1 and 2 forwarding cores";
         w.ports = "net_null";
         w.vdevs = {"net_null0", "net_null1"};
-        w.arms = {tp_io, tp_mac, sw, tp_io2, sw2};
+        w.arms = {tp_io, tp_mac, sw, tp_io2, tp_mac2, sw2};
         w.notes = {"net_null frames are all zeros: shesha floods them (it never learns the all-zero MAC) to the other "
                    "port; testpmd io-forwards port pairs",
                    fmt::format("2-core arms on a {}-CPU machine: testpmd runs one forwarding lcore per CPU (its "
-                               "sleeping main lcore shares CPU 0); shesha-switch runs its RX lcore on CPU 1 and its main "
-                               "(egress) lcore on CPU 0; the benchmark itself, telemetry and other processes share "
-                               "these CPUs too",
+                               "sleeping main lcore shares CPU 0); shesha-switch runs forwarding lcore 0 (its main lcore) on CPU 0 and lcore 1 on CPU 1, each "
+                               "polling one port and sending on its own TX queue; the benchmark itself, telemetry and "
+                               "other processes share these CPUs too",
                                online_cpus())};
         workloads.push_back(std::move(w));
     }
@@ -1158,7 +1209,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         w.ports = "net_pcap replay";
         w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", small0.string()),
                    fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", small1.string())};
-        w.arms = {tp_io, tp_mac, ovs, sw};
+        w.arms = {tp_io, tp_mac, ovs, sw, tp_mac2, ovs2, sw2};
         w.notes = {"one host per side sends to the other: after learning every frame is a known-unicast forward "
                    "(shesha, OVS NORMAL)"};
         workloads.push_back(std::move(w));
@@ -1180,7 +1231,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         if (elems == 256) {
             w.title = fmt::format("{} B GRADIENT frames (256 fp32), 2 net_pcap replay ports, half mergeable",
                                   f0.front().size());
-            w.arms = {tp_io, tp_mac, ovs, sw, sw_nomerge, sw_udp};
+            w.arms = {tp_io, tp_mac, ovs, sw, sw_nomerge, sw_udp, tp_mac2, ovs2, sw2};
             w.notes.push_back("where shesha's time goes: 'frames as plain UDP' is its L2 forwarding of the same "
                               "frames (Shesha's UDP port moved), 'aggregation off' adds decoding, cluster policy and "
                               "the aggregating queue per GRADIENT, 'shesha-switch' adds merging");
