@@ -5,6 +5,8 @@ import glob
 import json
 import os
 
+from .fault_analysis import (analyse_faults, fault_log, learner_clock_offsets, merged_learner_series,
+                             read_counters)
 from .raw_files import (load_json, queue_series, read_aom_series, read_learner_series, read_staleness,
                         sink_progress, worker_windows)
 from .topology import bottleneck_ports, topology
@@ -83,6 +85,16 @@ def analyse_run(run_dir, scenario, kind, hosts, links):
         result["clusters"][str(cluster["id"])] = cluster_result
     add_shares_and_fairness(result, scenario, duration_s)
     add_bottleneck_totals(result, run_dir)
+    result["faults"] = analyse_faults(run_dir, scenario, meta.get("wall_s") or duration_s)
+    if result["faults"] is not None:
+        # Where each learner's own clock (its curves, its time to target) started on the run's
+        # clock of the faults, for marking them on the time plots.
+        records = read_counters(run_dir)
+        result["learner_clock_offset_s"] = {str(c["id"]): learner_clock_offsets(records, c["id"]).get(0)
+                                            for c in scenario["clusters"]}
+        telemetry = (fault_log(run_dir) or {}).get("telemetry_offset_s") or {}
+        result["telemetry_offset_s"] = {s["name"]: telemetry.get(f"queues-{s['name']}.csv")
+                                        for s in scenario["switches"]}
     return result
 
 
@@ -154,6 +166,14 @@ def drl_cluster_result(run_dir, cluster, duration_s):
     if target.get("reached"):
         out["time_to_target_s"] = target.get("seconds")
         out["env_steps_to_target"] = target.get("env_steps")
+    if fault_log(run_dir):
+        # A learner restarted by a fault: its incarnations' rows on the run's clock, and the target
+        # as the incarnation that reached it saw it.
+        out["series"], target_s, target_steps = merged_learner_series(run_dir, cid)
+        out["time_to_target_s"] = target_s if target_s is not None else time_to_target(out["series"],
+                                                                                         cluster["target_return"])
+        if target_s is not None:
+            out["env_steps_to_target"] = target_steps
     evaluation = summary.get("eval") or {}
     if out["final_return"] is None:
         out["final_return"] = evaluation.get("last_mean_return")

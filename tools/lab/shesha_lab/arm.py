@@ -8,7 +8,9 @@ import subprocess
 import time
 
 from . import LabError
-from .processes import start_cluster, start_cross_traffic, start_switch, warm_up_fdb
+from .faults import FaultRunner
+from .processes import (binaries, checkpoint_path, start_cluster, start_cross_traffic, start_drl_learner,
+                        start_drl_worker, start_switch, start_synthetic_worker, warm_up_fdb)
 from .raw_files import latest_learner_row, sink_progress
 from .report import fmt_num
 from .telemetry import TelemetryPoller, switch_log_depths
@@ -27,6 +29,45 @@ class ArmRun:
         self.workers = []            # every worker, in start order
         self.t_start = self.t_run = None
         self.drops_before = None
+        self.faults = None           # the FaultRunner
+
+
+class FaultHooks:
+    """What the FaultRunner needs from the arm: start a switch, a worker or a learner again with
+    the arm's settings, and where the binaries and checkpoints are."""
+
+    def __init__(self, run):
+        self.run = run
+
+    def impair_binary(self):
+        binary = binaries(self.run.lab.build)["impair"]
+        if not os.access(binary, os.X_OK):
+            raise LabError(f"faults: link impairments need {binary} (ninja -C build tools/impair/shesha-impair)")
+        return binary
+
+    def switch_prefix(self, switch):
+        return f"shesha-lab-{os.getpid()}-{switch['name']}"
+
+    def start_switch(self, switch):
+        run = self.run
+        return start_switch(run.lab, switch, run.arm, run.run_dir, self.switch_prefix(switch))
+
+    def cluster(self, cid):
+        return next(c for c in self.run.lab.scenario["clusters"] if c["id"] == cid)
+
+    def start_worker(self, cid, worker, duration, suffix):
+        run = self.run
+        start = start_drl_worker if run.kind == "drl" else start_synthetic_worker
+        return start(run.lab, self.cluster(cid), run.arm, run.seed, run.run_dir, worker, duration, suffix)
+
+    def start_learner(self, cid, duration, suffix, resume):
+        run = self.run
+        if run.kind != "drl":
+            raise LabError("faults: learner_restart needs shesha-learner (processes: drl)")
+        return start_drl_learner(run.lab, self.cluster(cid), run.arm, run.run_dir, duration, suffix, resume)
+
+    def checkpoint_path(self, cid):
+        return checkpoint_path(self.run.run_dir, cid)
 
 
 def run_arm(lab, kind, arm, seed, duration):
@@ -38,6 +79,8 @@ def run_arm(lab, kind, arm, seed, duration):
     start_switches(run)
     warm_up_fdb(lab)
     run.t_run = time.monotonic()
+    run.faults = FaultRunner(run, FaultHooks(run))
+    run.faults.start_whole_run()
     start_clusters(run)
     if lab.scenario["cross_traffic"]["enabled"]:
         start_cross_traffic(lab, run.run_dir, duration)
@@ -74,16 +117,20 @@ def wait_until_done(run):
     lab, scenario = run.lab, run.lab.scenario
     next_progress = time.monotonic() + scenario["progress_interval_s"]
     deadline = run.t_run + run.duration + 30
+    faults = run.faults
     while time.monotonic() < deadline:
-        if all(w.poll() is not None for w in run.workers):
+        faults.tick()
+        # A worker killed by a fault and due back later is not done.
+        if all(w.poll() is not None for w in run.workers) and not faults.workers_due_back():
             break
         if run.kind == "drl":
-            if all(learner.poll() is not None for learner in run.learners.values()):
+            if all(learner.poll() is not None and cid not in faults.learners_down
+                   for cid, learner in run.learners.items()):
                 break
             # A learner that stopped (target reached) takes its workers with it, so they do not
-            # keep loading a link another cluster may share.
+            # keep loading a link another cluster may share. One killed by a fault comes back.
             for cid, learner in run.learners.items():
-                if learner.poll() is not None:
+                if learner.poll() is not None and cid not in faults.learners_down:
                     for worker in run.cluster_workers[cid]:
                         if worker.poll() is None:
                             lab.processes.stop(worker)
@@ -106,6 +153,8 @@ def stop_arm(run):
             lab.processes.stop(learner)
     for worker in run.workers:
         lab.processes.stop(worker)
+    if run.faults is not None:
+        run.faults.stop()
     for poller in run.pollers:
         poller.stop()
     for name, process in lab.switches.items():
@@ -123,7 +172,8 @@ def write_meta(run):
             "seed": run.seed, "processes": run.kind, "duration_s": run.duration,
             "wall_s": time.monotonic() - run.t_run, "setup_s": run.t_run - run.t_start,
             "host_cpus": lab.host_cpus, "worker_exit_codes": [w.returncode for w in run.workers],
-            "learner_exit_codes": {str(k): v.returncode for k, v in run.learners.items()}}
+            "learner_exit_codes": {str(k): v.returncode for k, v in run.learners.items()},
+            "faults": bool(run.arm.get("_faults")) and bool(lab.scenario.get("faults", {}).get("events"))}
     with open(os.path.join(run.run_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
 
@@ -136,7 +186,8 @@ def print_progress(run, elapsed):
     for cluster in lab.scenario["clusters"]:
         cid = cluster["id"]
         if run.kind == "drl":
-            row = latest_learner_row(run.run_dir, cid)
+            restarts = run.faults.incarnations.get(("learner", cid), 0) if run.faults else 0
+            row = latest_learner_row(run.run_dir, cid, f".r{restarts}" if restarts else "")
             parts.append(f"c{cid} return {fmt_num(row.get('return'))} AoM {fmt_num(row.get('aom_ms'), 0)} ms "
                          f"steps {fmt_num(row.get('env_steps'), 0)}")
         else:

@@ -83,13 +83,14 @@ def parse_seeds(text):
 
 
 def select_arms(scenario, arms_option):
-    """Keeps only the arms named in --arms (comma-separated), in the scenario's order."""
+    """Keeps only the arms named in --arms (comma-separated), in the scenario's order, with their
+    no-fault twins (faults.compare_without_faults)."""
     wanted = arms_option.split(",")
     have = [a["name"] for a in scenario["arms"]]
     unknown = [w for w in wanted if w not in have]
     if unknown:
         raise LabError(f"--arms: no arm named {', '.join(unknown)} (have {', '.join(have)})")
-    scenario["arms"] = [a for a in scenario["arms"] if a["name"] in wanted]
+    scenario["arms"] = [a for a in scenario["arms"] if a["name"] in wanted or a.get("_twin_of") in wanted]
 
 
 def prepare_report_dir(args, scenario, kind):
@@ -131,6 +132,13 @@ def cmd_run(args):
         if not os.access(bins[name], os.X_OK):
             raise LabError(f"{bins[name]} is not built (ninja -C {args.build_dir})")
     kind = choose_processes(scenario, bins)
+    for i, event in enumerate(scenario["faults"]["events"]):
+        if event["kind"] == "learner_restart" and kind != "drl":
+            raise LabError(f"faults.events[{i}]: learner_restart needs shesha-learner (processes: drl), "
+                           f"but this run uses {kind} stand-ins")
+        if event["kind"] == "link" and not os.access(bins["impair"], os.X_OK):
+            raise LabError(f"faults.events[{i}]: link impairments need {bins['impair']} "
+                           f"(ninja -C {args.build_dir} tools/impair/shesha-impair)")
     out = prepare_report_dir(args, scenario, kind)
     lab = Lab(scenario, out, build)
 

@@ -3,6 +3,7 @@ staleness CDF and per-cluster shares with Jain's index. plot_all() -> [(title, f
 import os
 
 from .analysis import mean
+from .fault_analysis import fault_span
 
 
 def plot_all(out, scenario, kind, results):
@@ -41,6 +42,33 @@ class _Plotter:
         self.figures = figures
         self.cids = [str(c["id"]) for c in scenario["clusters"]]
         self.colors = {arm: f"C{i}" for i, arm in enumerate(arms)}
+        faulted = [a for a in scenario["arms"] if a.get("_faults") and a["name"] in arms]
+        self.fault_events = (scenario.get("faults") or {}).get("events") or [] if faulted else []
+        self.faulted_runs = [r for a in faulted for r in results[a["name"]].values()]
+
+    def mark_faults(self, ax, offset):
+        """Shades each fault's time on ax (run clock minus offset: the plot's clock), labelled at the
+        top; link faults that last the whole run are named in the title instead."""
+        if not self.fault_events or offset is None:
+            return
+        whole = []
+        for event in self.fault_events:
+            start, end, short = fault_span(event, self.scenario["duration_s"])
+            if start is None:
+                whole.append(short)
+                continue
+            ax.axvspan(start - offset, max(end, start + 0.2) - offset, color="red" if event["kind"] != "link" else
+                       "orange", alpha=0.15, lw=0)
+            ax.text(start - offset, 1.0, short, transform=ax.get_xaxis_transform(), fontsize=6, rotation=90,
+                    va="top", ha="right", color="darkred")
+        if whole:
+            ax.set_title(ax.get_title() + "\nfaults shaded; all run: " + "; ".join(whole), fontsize=8)
+
+    def median_offset(self, key, name):
+        """The median over the faulted runs of where a plot's clock started on the run's clock."""
+        values = [r.get(key, {}).get(name) for r in self.faulted_runs]
+        values = sorted(v for v in values if v is not None)
+        return values[len(values) // 2] if values else None
 
     def cluster(self, cid):
         return next(c for c in self.scenario["clusters"] if str(c["id"]) == cid)
@@ -62,6 +90,8 @@ class _Plotter:
             if "return" in ylabel.lower():
                 ax.axhline(cluster["target_return"], color="grey", linestyle=":", label="target")
             ax.set_title(f"cluster {cid}: {cluster['env']}")
+            if xlabel == "wall time (s)":
+                self.mark_faults(ax, self.median_offset("learner_clock_offset_s", cid))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
@@ -94,7 +124,9 @@ class _Plotter:
             axes[1][k].set_title(f"{switch}/{port}: mean sojourn per interval")
             axes[1][k].set_ylabel("ms")
             axes[1][k].set_xlabel("time since switch start (s)")
+            offset = self.median_offset("telemetry_offset_s", switch)
             for ax in (axes[0][k], axes[1][k]):
+                self.mark_faults(ax, -offset if offset is not None else None)
                 ax.grid(alpha=0.3)
                 ax.legend(fontsize=8)
         fig.tight_layout()

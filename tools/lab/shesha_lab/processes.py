@@ -7,6 +7,7 @@ import subprocess
 import time
 
 from . import LabError
+from .faults import needs_checkpoint
 from .switch_yaml import switch_yaml_text
 
 
@@ -19,6 +20,7 @@ def binaries(build):
         "learner": os.path.join(build, "learner/shesha-learner"),
         "worker": os.path.join(build, "worker/shesha-worker"),
         "sim": os.path.join(build, "tools/sim/shesha-sim"),
+        "impair": os.path.join(build, "tools/impair/shesha-impair"),
     }
 
 
@@ -148,29 +150,50 @@ def start_cluster(lab, kind, cluster, arm, seed, run_dir, duration):
 
 
 def _start_drl_cluster(lab, cluster, arm, seed, run_dir, duration):
+    learner = start_drl_learner(lab, cluster, arm, run_dir, duration)
+    time.sleep(0.5)
+    workers = [start_drl_worker(lab, cluster, arm, seed, run_dir, worker, duration)
+               for worker in range(cluster["workers"])]
+    return learner, workers
+
+
+def checkpoint_path(run_dir, cid):
+    """The learner's checkpoint file (written only when a learner_restart fault targets the cluster)."""
+    return os.path.join(run_dir, f"learner-c{cid}.ckpt")
+
+
+def start_drl_learner(lab, cluster, arm, run_dir, duration, suffix="", resume=None):
+    """Starts one cluster's shesha-learner -> Popen. suffix names a restarted incarnation's metrics
+    dir and log (learner-cC.r1/); resume: the checkpoint to resume from."""
     bins = binaries(lab.build)
     cid = cluster["id"]
     learner_host = f"c{cid}-l"
-    learner_ip = lab.hosts[learner_host]["ip"]
-    metrics_dir = os.path.join(run_dir, f"learner-c{cid}")
+    metrics_dir = os.path.join(run_dir, f"learner-c{cid}{suffix}")
     os.makedirs(metrics_dir, exist_ok=True)
     config = cluster["_config_replicated"] if arm["model_delivery"] == "replicated" else cluster["_config_used"]
-    learner = lab.processes.start(
-        f"learner-c{cid}", [bins["learner"], "--config", config, "--cluster", cid, "--bind", learner_ip,
-                            "--duration", duration + 2, "--target-return", cluster["target_return"],
-                            "--metrics-dir", metrics_dir, "--workers", cluster["workers"]],
-        host=learner_host, log=os.path.join(run_dir, f"learner-c{cid}.log"))
-    time.sleep(0.5)
-    workers = []
-    for worker in range(cluster["workers"]):
-        host = f"c{cid}-w{worker}"
-        cmd = [bins["worker"], "--config", config, "--cluster", cid, "--worker-id", worker, "--learner", learner_ip,
-               "--bind", lab.hosts[host]["ip"], "--duration", duration,
-               "--metrics", os.path.join(run_dir, f"worker-c{cid}-w{worker}.json"), "--seed", seed * 1000 + worker,
-               "--congestion-control", "on" if arm["congestion_control"] else "off"]
-        workers.append(lab.processes.start(f"worker-c{cid}-w{worker}", cmd, host=host,
-                                           log=os.path.join(run_dir, f"worker-c{cid}-w{worker}.log")))
-    return learner, workers
+    cmd = [bins["learner"], "--config", config, "--cluster", cid, "--bind", lab.hosts[learner_host]["ip"],
+           "--duration", duration + 2, "--target-return", cluster["target_return"],
+           "--metrics-dir", metrics_dir, "--workers", cluster["workers"]]
+    if needs_checkpoint(lab.scenario, cid):
+        cmd += ["--checkpoint", checkpoint_path(run_dir, cid)]
+    if resume:
+        cmd += ["--resume", resume]
+    return lab.processes.start(f"learner-c{cid}{suffix}", cmd, host=learner_host,
+                               log=os.path.join(run_dir, f"learner-c{cid}{suffix}.log"))
+
+
+def start_drl_worker(lab, cluster, arm, seed, run_dir, worker, duration, suffix=""):
+    """Starts one shesha-worker -> Popen; suffix names a restarted incarnation's files (.r1)."""
+    bins = binaries(lab.build)
+    cid = cluster["id"]
+    host = f"c{cid}-w{worker}"
+    config = cluster["_config_replicated"] if arm["model_delivery"] == "replicated" else cluster["_config_used"]
+    cmd = [bins["worker"], "--config", config, "--cluster", cid, "--worker-id", worker,
+           "--learner", lab.hosts[f"c{cid}-l"]["ip"], "--bind", lab.hosts[host]["ip"], "--duration", duration,
+           "--metrics", os.path.join(run_dir, f"worker-c{cid}-w{worker}{suffix}.json"), "--seed", seed * 1000 + worker,
+           "--congestion-control", "on" if arm["congestion_control"] else "off"]
+    return lab.processes.start(f"worker-c{cid}-w{worker}{suffix}", cmd, host=host,
+                               log=os.path.join(run_dir, f"worker-c{cid}-w{worker}{suffix}.log"))
 
 
 def _start_synthetic_cluster(lab, cluster, arm, seed, run_dir, duration):
@@ -178,26 +201,32 @@ def _start_synthetic_cluster(lab, cluster, arm, seed, run_dir, duration):
     cid = cluster["id"]
     learner_host = f"c{cid}-l"
     learner_ip = lab.hosts[learner_host]["ip"]
-    synthetic = lab.scenario["synthetic"]
     sink = lab.processes.start(
         f"sink-c{cid}", [bins["sink"], "--bind", learner_ip, "--credit", "--until-idle", 3,
                          "--duration", duration + 10, "--progress",
                          "--json", os.path.join(run_dir, f"sink-c{cid}.json")],
         host=learner_host, log=os.path.join(run_dir, f"sink-c{cid}.log"))
     time.sleep(0.3)
-    workers = []
-    for worker in range(cluster["workers"]):
-        host = f"c{cid}-w{worker}"
-        cmd = [bins["gen"], "--dst", learner_ip, "--bind", lab.hosts[host]["ip"], "--cluster-base", cid,
-               "--clusters", 1, "--workers", 1, "--worker-base", worker, "--chunks", synthetic["chunks"],
-               "--rate", synthetic["rate"], "--version-period-ms", synthetic["version_period_ms"],
-               "--duration", duration, "--ecn", "--seed", seed * 1000 + worker, "--progress",
-               "--json", os.path.join(run_dir, f"gen-c{cid}-w{worker}.json")]
-        if arm["congestion_control"]:
-            cmd += ["--window", synthetic["window"]]
-        workers.append(lab.processes.start(f"gen-c{cid}-w{worker}", cmd, host=host,
-                                           log=os.path.join(run_dir, f"gen-c{cid}-w{worker}.log")))
+    workers = [start_synthetic_worker(lab, cluster, arm, seed, run_dir, worker, duration)
+               for worker in range(cluster["workers"])]
     return sink, workers
+
+
+def start_synthetic_worker(lab, cluster, arm, seed, run_dir, worker, duration, suffix=""):
+    """Starts one shesha-gen standing in for a worker -> Popen; suffix names a restart's files."""
+    bins = binaries(lab.build)
+    cid = cluster["id"]
+    host = f"c{cid}-w{worker}"
+    synthetic = lab.scenario["synthetic"]
+    cmd = [bins["gen"], "--dst", lab.hosts[f"c{cid}-l"]["ip"], "--bind", lab.hosts[host]["ip"], "--cluster-base", cid,
+           "--clusters", 1, "--workers", 1, "--worker-base", worker, "--chunks", synthetic["chunks"],
+           "--rate", synthetic["rate"], "--version-period-ms", synthetic["version_period_ms"],
+           "--duration", duration, "--ecn", "--seed", seed * 1000 + worker, "--progress",
+           "--json", os.path.join(run_dir, f"gen-c{cid}-w{worker}{suffix}.json")]
+    if arm["congestion_control"]:
+        cmd += ["--window", synthetic["window"]]
+    return lab.processes.start(f"gen-c{cid}-w{worker}{suffix}", cmd, host=host,
+                               log=os.path.join(run_dir, f"gen-c{cid}-w{worker}{suffix}.log"))
 
 
 def start_cross_traffic(lab, run_dir, duration):

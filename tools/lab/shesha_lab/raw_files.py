@@ -63,9 +63,10 @@ def read_learner_series(metrics_dir):
     return rows
 
 
-def latest_learner_row(run_dir, cid):
-    """The last row of the learner's progress metrics (see read_learner_series), or {}."""
-    rows = read_learner_series(os.path.join(run_dir, f"learner-c{cid}"))
+def latest_learner_row(run_dir, cid, suffix=""):
+    """The last row of the learner's progress metrics (see read_learner_series), or {}; suffix: a
+    restarted learner's (.r1, its own clock)."""
+    rows = read_learner_series(os.path.join(run_dir, f"learner-c{cid}{suffix}"))
     return rows[-1] if rows else {}
 
 

@@ -6,8 +6,10 @@ import statistics
 import subprocess
 
 from . import SOURCE_ROOT
-from .analysis import arm_summary, mean, model_chunks_per_version, ratio, seed_verdicts
+from .analysis import arm_summary, mean, median_or_none, model_chunks_per_version, ratio, seed_verdicts
 from .cluster_files import eval_interval_s
+from .fault_analysis import EARLIER_RATE_S, RECOVERED_FRACTION
+from .faults import event_label
 from .plots import plot_all
 from .raw_files import to_float
 from .sim_scale import sim_section
@@ -337,6 +339,7 @@ def write_report(out, scenario, kind, results):
     lines += headline_section(scenario, arms, summaries, base)
     lines += verification_section(out)
     lines += goals_section(scenario, arms, summaries, results)
+    lines += faults_section(scenario, arms, results)
     lines += robustness_section(scenario, arms, results)
     lines += seeds_section(scenario, arms, summaries)
     lines += clusters_section(scenario, arms, summaries)
@@ -364,3 +367,174 @@ def print_headline(scenario, summaries):
               f"{cell(summary['merges'], 0):>9} {cell(summary['jain'], 3):>7} "
               + " ".join(f"{cell(summary['clusters'][str(c['id'])]['time_to_target_s']):>10}"
                          for c in scenario["clusters"]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Faults (issue 29): times to target with and without them, and what each fault cost.
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ttt_cell(values):
+    """'median (fastest..slowest)' over seeds; a seed that never reached the target counts as slowest."""
+    reached = sorted(v for v in values if v is not None)
+    if not values:
+        return "n/a"
+    median = median_or_none(values)
+    slowest = f"{reached[-1]:.1f}" if reached and len(reached) == len(values) else "never"
+    fastest = f"{reached[0]:.1f}" if reached else "never"
+    return f"{'never' if median is None else f'{median:.1f}'} ({fastest}..{slowest})"
+
+
+def fault_pairs(scenario, results, arm, twin, cid):
+    """[(seed, time to target with faults, without)] over the seeds both arms ran."""
+    pairs = []
+    for seed in scenario["seeds"]:
+        with_faults = results.get(arm, {}).get(str(seed))
+        without = results.get(twin, {}).get(str(seed))
+        if with_faults is None or without is None:
+            continue
+        pairs.append((seed, with_faults["clusters"].get(cid, {}).get("time_to_target_s"),
+                      without["clusters"].get(cid, {}).get("time_to_target_s")))
+    return pairs
+
+
+def fault_goals(scenario, results, resolution):
+    """Issue 29's goal per cluster: Shesha's median time to target under faults at most 1.5x its
+    median without, and on no seed later than FIFO's under the same faults (beyond one evaluation
+    interval) -> lines."""
+    names = {a["name"] for a in scenario["arms"]}
+    if not {"fifo", "shesha", "shesha-nofaults"} <= names:
+        return []
+    lines = ["", "### Goals (issue 29)", ""]
+    for cluster in scenario["clusters"]:
+        cid = str(cluster["id"])
+        pairs = fault_pairs(scenario, results, "shesha", "shesha-nofaults", cid)
+        faulted = median_or_none([p[1] for p in pairs])
+        clean = median_or_none([p[2] for p in pairs])
+        if faulted is None or clean is None:
+            verdict = "not met" if faulted is None else "n/a"
+            why = ("Shesha's median seed under faults did not reach the target" if faulted is None
+                   else "Shesha's median seed without faults did not reach the target")
+        else:
+            verdict = "met" if faulted <= 1.5 * clean else "not met"
+            why = f"median {faulted:.1f} s vs {clean:.1f} s: {faulted / clean:.2f}x"
+        ratios = ", ".join(f"seed {s}: " + (f"{f / c:.2f}x" if f is not None and c else "never" if f is None else "n/a")
+                           for s, f, c in pairs)
+        lines.append(f"- Cluster {cid} ({cluster['env']}): Shesha's time to target under faults at most 1.5x its "
+                     f"time without: **{verdict}** ({why}; {ratios}).")
+        worse, seeds = [], 0
+        for seed in scenario["seeds"]:
+            shesha = results.get("shesha", {}).get(str(seed))
+            fifo = results.get("fifo", {}).get(str(seed))
+            if shesha is None or fifo is None:
+                continue
+            seeds += 1
+            t_shesha = shesha["clusters"].get(cid, {}).get("time_to_target_s")
+            t_fifo = fifo["clusters"].get(cid, {}).get("time_to_target_s")
+            if (t_shesha is None and t_fifo is not None) or (
+                    t_shesha is not None and t_fifo is not None and t_shesha > t_fifo + resolution[cid]):
+                worse.append(str(seed))
+        fifo_median = median_or_none([results.get("fifo", {}).get(str(s), {}).get("clusters", {}).get(cid, {})
+                                      .get("time_to_target_s") for s in scenario["seeds"]
+                                      if str(s) in results.get("fifo", {})])
+        lines.append(f"- Cluster {cid}: Shesha under faults never later than FIFO under the same faults (more than "
+                     f"one evaluation interval, {resolution[cid]:g} s): **{'met' if not worse else 'not met'}** "
+                     f"(later on {len(worse)} of {seeds} seeds{': ' + ', '.join(worse) if worse else ''}; medians "
+                     f"{'never' if faulted is None else f'{faulted:.1f}'} s vs "
+                     f"{'never' if fifo_median is None else f'{fifo_median:.1f}'} s).")
+    return lines
+
+
+FAULT_COUNTERS = [  # key in the window counters -> column
+    ("link_dropped", "link dropped"), ("link_duplicated", "link copies"), ("link_reordered", "link reordered"),
+    ("queue_dropped", "switch queue drops"), ("presumed_lost", "worker: chunks presumed lost"),
+    ("credit_timeouts", "worker: credit timeouts"), ("rejected", "learner: rejected"),
+    ("duplicates", "learner: duplicates"), ("workers_expired", "learner: workers expired"),
+]
+
+
+def faults_section(scenario, arms, results):
+    """The schedule, times to target with and without faults, goals, and per fault and arm the
+    recovery, the contributions lost in its window and the counters that explain them (medians over
+    seeds)."""
+    events = (scenario.get("faults") or {}).get("events") or []
+    faulted = [a for a in arms if a.get("_faults")]
+    if not events or not faulted:
+        return []
+    lines = ["", "## Faults", "",
+             "Applied in every run of " + ", ".join(f"`{a['name']}`" for a in faulted) + " (times on the run's clock, "
+             "from the start of the learners and workers; the arms ending in `-nofaults` run the same seeds without "
+             "them):", ""]
+    for event in events:
+        when = (f"from {event['from_s']:g} s to " + (f"{event['until_s']:g} s" if event["until_s"] else "the end")
+                if event["kind"] == "link" else f"at {event['at_s']:g} s")
+        lines.append(f"- {event_label(event)}, {when}")
+    resolution = {str(c["id"]): eval_interval_s(c) for c in scenario["clusters"]}
+    lines += ["", "### Time to target with and without faults", "",
+              "Median over the seeds (fastest..slowest; never: not reached within the run) and every seed as "
+              "with / without faults.", ""]
+    lines += table_header("| arm | cluster | with faults (s) | without (s) | ratio of medians | per seed: with / without (s) |")
+    names = {a["name"] for a in scenario["arms"]}
+    for arm in faulted:
+        twin = arm["name"] + "-nofaults"
+        for cluster in scenario["clusters"]:
+            cid = str(cluster["id"])
+            pairs = fault_pairs(scenario, results, arm["name"], twin, cid) if twin in names else [
+                (s, results.get(arm["name"], {}).get(str(s), {}).get("clusters", {}).get(cid, {}).get("time_to_target_s"),
+                 None) for s in scenario["seeds"] if str(s) in results.get(arm["name"], {})]
+            with_f, without = [p[1] for p in pairs], [p[2] for p in pairs]
+            ratio_of = ratio(median_or_none(with_f), median_or_none(without)) if twin in names else None
+            per_seed = "; ".join(f"{s}: {'never' if f is None else f'{f:.1f}'} / "
+                                 f"{'never' if c is None else f'{c:.1f}'}" for s, f, c in pairs)
+            lines.append(f"| {arm['name']} | {cid} | {_ttt_cell(with_f)} | "
+                         f"{_ttt_cell(without) if twin in names else 'not run'} | {cell(ratio_of, 2, 'x')} | {per_seed} |")
+    lines += fault_goals(scenario, results, resolution)
+    lines += ["", "### What each fault cost", "",
+              f"Per fault, medians over the seeds. **Recovery**: from the fault until the learner applied "
+              f"contributions at {int(RECOVERED_FRACTION * 100)} % of its rate over the {EARLIER_RATE_S:g} s before "
+              "it again, between two evaluations (so known to within one evaluation interval), counted only from "
+              "the end of the fault (a restart) on; the count of seeds that recovered before the job stopped. "
+              "**Sent / applied / lost**: contributions the affected clusters' workers sent and their learners "
+              "applied from the fault's start to 2 s after its end (for a learner restart, applied counts both "
+              "incarnations; contributions applied after the last checkpoint and lost with the killed process "
+              "count as applied); lost = sent - applied, from counter samples taken about every second, so "
+              "within about a second of traffic. Contributions merged at the switch count once per worker "
+              "update on both sides.", ""]
+    lines += table_header("| arm | fault | cluster | recovery (s) | recovered | sent | applied | lost |")
+    for arm in faulted:
+        runs = results.get(arm["name"], {})
+        for index, event in enumerate(events):
+            entries = [e for run in runs.values() for e in (run.get("faults") or []) if e["index"] == index]
+            skipped = [e for e in entries if e.get("skipped")]
+            done = [e for e in entries if not e.get("skipped")]
+            if not done:
+                lines.append(f"| {arm['name']} | {event_label(event)} | - | skipped on {len(skipped)} of "
+                             f"{len(entries)} seeds ({skipped[0]['skipped'] if skipped else 'no data'}) | | | | |")
+                continue
+            cids = sorted({cid for e in done for cid in e["clusters"]})
+            for cid in cids:
+                of_cluster = [e["clusters"].get(cid, {}) for e in done]
+                recovered = [c["recovery_s"] for c in of_cluster if c.get("recovery_s") is not None]
+                whys = sorted({c["why"] for c in of_cluster if c.get("why")})
+                recovered_cell = f"{len(recovered)} of {len(of_cluster)}" + (f" ({'; '.join(whys)})" if whys else "")
+                lines.append(f"| {arm['name']} | {event_label(event)} | {cid} | {cell(_median(recovered), 1)} | "
+                             f"{recovered_cell} | {cell(_median([e['counters']['sent'] for e in done]), 0)} | "
+                             f"{cell(_median([e['counters']['applied'] for e in done]), 0)} | "
+                             f"{cell(_median([e['counters']['lost'] for e in done]), 0)} |")
+    lines += ["", "Counters over each fault's window (medians over the seeds): the link's drops, copies and "
+              "reorderings (shesha-impair), tail drops at the switch's bottleneck queues, the workers' chunks "
+              "presumed lost after their credit timeout and their credit timeouts, the learners' rejected and "
+              "duplicate chunks and workers they expired.", ""]
+    lines += table_header("| arm | fault | " + " | ".join(name for _, name in FAULT_COUNTERS) + " |")
+    for arm in faulted:
+        runs = results.get(arm["name"], {})
+        for index, event in enumerate(events):
+            done = [e for run in runs.values() for e in (run.get("faults") or [])
+                    if e["index"] == index and not e.get("skipped")]
+            if done:
+                lines.append(f"| {arm['name']} | {event_label(event)} | " + " | ".join(
+                    cell(_median([e["counters"].get(key) for e in done]), 0) for key, _ in FAULT_COUNTERS) + " |")
+    return lines

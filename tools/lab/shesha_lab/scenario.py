@@ -5,6 +5,8 @@ import os
 
 from . import LabError
 from .cluster_files import JUMBO_MTU, MAX_STD_CHUNK, rack_mtu
+from .faults import FAULTS_TEMPLATE, expand_fault_arms, validate_faults
+from .topology import topology
 
 REQUIRED = object()
 RATE = "rate"  # "20M", 20000000, 0
@@ -30,6 +32,8 @@ TEMPLATE = {
     "quick": {"duration_s": 25.0, "seeds": [1], "workers_per_cluster": 0},
     "progress_interval_s": 5.0,
     "telemetry_interval_s": 0.25,
+    # Faults on a schedule in each run of the chosen arms (faults.py, docs/lab.md "Faults").
+    "faults": copy.deepcopy(FAULTS_TEMPLATE),
 }
 SWITCH_TEMPLATE = {
     "name": REQUIRED, "lcore": 0, "idle_backoff_us": 0, "burst": 32, "mbufs": 16384,
@@ -86,7 +90,7 @@ def merge_strict(template, given, path):
             merged[key] = copy.deepcopy(default)
             continue
         value = given[key]
-        if key in ITEM_TEMPLATES and isinstance(default, list):
+        if key in ITEM_TEMPLATES and isinstance(default, list) and not path:
             if not isinstance(value, list):
                 raise LabError(f"{key_path}: must be a list, got {_type_name(value)}")
             merged[key] = [merge_strict(ITEM_TEMPLATES[key], item, f"{key_path}[{i}]") for i, item in enumerate(value)]
@@ -167,13 +171,16 @@ def load_scenario(path, quick=False, overrides=None):
 def validate(scenario):
     """Checks the values merge_strict cannot (ranges, names, references); fills in the clusters'
     switch/worker_switch and the cross traffic's switch (default: the first switch) and the arms'
-    labels (default: the name)."""
+    labels (default: the name); checks the faults and adds the arms' no-fault twins."""
     _validate_top_level(scenario)
     names = _validate_switches(scenario)
     _validate_links(scenario, names)
     ids = _validate_clusters(scenario, names)
     _validate_arms(scenario)
     _validate_cross_traffic(scenario, ids, names)
+    hosts, _links = topology(scenario)
+    validate_faults(scenario, hosts)
+    expand_fault_arms(scenario)
 
 
 def _validate_top_level(scenario):
