@@ -1,6 +1,6 @@
 // SeqWindow: which of one sender's recent sequence numbers have been seen, for one chunk index.
-// The learner keeps one per (worker, chunk) to tell a duplicated GRADIENT from a reordered one
-// (docs/transport.md, "Duplicates"). A worker's chunks of the same index carry strictly
+// The switch's admission stage and the learner keep one per (worker, chunk) to tell a duplicated
+// GRADIENT from a reordered one (docs/transport.md, "Duplicates"). A worker's chunks of the same index carry strictly
 // increasing seqs (a seq is the update's; a chunk waiting for credit keeps its first seq while
 // later updates are summed into it, and the slot is freed when it is sent), so the pair
 // (worker_id, seq) names one datagram per chunk index, and a switch-merged chunk carries its first
@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-namespace shesha::transport {
+namespace shesha {
 
 enum class SeqVerdict : std::uint8_t {
     New,        // not seen: apply it
@@ -59,4 +59,4 @@ private:
     std::uint64_t bits_ = 0;  // bit i: highest_ - i was seen; 0: nothing seen yet
 };
 
-}  // namespace shesha::transport
+}  // namespace shesha

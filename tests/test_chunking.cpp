@@ -18,7 +18,7 @@
 #include "protocol.h"
 #include "transport/chunking.h"
 #include "transport/credit_sender.h"
-#include "transport/seq_window.h"
+#include "seq_window.h"
 
 using namespace shesha;
 using namespace shesha::transport;

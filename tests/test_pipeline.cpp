@@ -407,6 +407,71 @@ TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact
     CHECK(rig.finish());
 }
 
+TEST_CASE("a copy of a gradient is dropped, never merged; a reordered one merges; a late one travels alone", "[pipeline]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    rig.start(cfg);
+    {
+        const frame::MacAddr learner = mac(0x50);
+        const std::uint32_t learner_ip = host_ip(0x50);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)  // two fillers wait behind the shaper
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), learner_ip, 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        rig.round(now);
+        const auto update = [&](std::uint8_t worker, std::uint32_t seq) {
+            proto::Header h = gradient_header(7, 2, worker, 64);
+            h.seq = seq;
+            return udp_frame(mac(worker), learner, host_ip(worker), learner_ip, proto::kDefaultUdpPort, gradient_payload(h));
+        };
+        const auto counter = [&](core::SwitchCounter c) { return rig.pipeline->egress()[c]; };
+        const auto send = [&](std::uint8_t worker, std::uint32_t seq) {
+            rig.inject(0, update(worker, seq));
+            rig.round(now);
+        };
+        send(1, 500);  // worker 1's update 500: waits
+        send(1, 500);  // a copy made on the link: dropped
+        CHECK(counter(core::SwitchCounter::GradientCopiesDropped) == 1);
+        send(2, 40);   // worker 2's update: merges into worker 1's
+        send(1, 502);  // worker 1's later update, then the one before it, reordered: both merge
+        send(1, 501);
+        send(1, 501);  // a copy of the reordered one: dropped too
+        send(1, 502 - 64);  // 64 behind its newest: cannot be told from a copy, travels unmerged
+        send(1, 502 - 2000);  // far behind: worker 1 restarted, a new window; merges
+        const auto st = rig.view();
+        CHECK(counter(core::SwitchCounter::GradientCopiesDropped) == 2);
+        CHECK(counter(core::SwitchCounter::GradientLateUnmerged) == 1);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 5);
+        CHECK(st.ports[1].queue.merged == 4);
+        CHECK(st.ports[1].queue_depth == 2 + 2);  // fillers, the merged chunk, the late one
+
+        std::vector<Frame*> out;
+        for (int i = 0; i < 50 && out.size() < 12; ++i) {
+            now += kHz / 10;
+            rig.round(now);
+            for (Frame* m : rig.take(1)) out.push_back(m);
+        }
+        std::vector<std::pair<std::uint32_t, std::uint16_t>> gradients;  // (seq, contributions) in order
+        for (Frame* m : out) {
+            const auto f = bytes_of(m);
+            const auto info = frame::classify(f, proto::kDefaultUdpPort);
+            if (info.kind != frame::FrameKind::Shesha) continue;
+            proto::Message msg;
+            REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+            CHECK(msg.hdr.worker_id == 1);
+            gradients.emplace_back(msg.hdr.seq, msg.hdr.contrib_count);
+        }
+        CHECK(gradients == std::vector<std::pair<std::uint32_t, std::uint16_t>>{{500, 5}, {502 - 64, 1}});
+        rig.free_all(out);
+    }
+    CHECK(rig.finish());
+}
+
 TEST_CASE("malformed Shesha messages are counted per reason and forwarded or dropped", "[pipeline]") {
     const bool drop = GENERATE(false, true);
     INFO("drop " << drop);
@@ -719,7 +784,9 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
             too_big += p.tx.too_big;
             waiting += p.queue_depth + p.tx_pending;
         }
-        const std::uint64_t dropped_by_policy = st.egress.malformed_dropped + st.egress.non_member_dropped;
+        // Rounds 4 and 5 send chunks 0 and 1 again under the same (worker, seq): copies, dropped.
+        const std::uint64_t copies_dropped = rig.pipeline->egress()[core::SwitchCounter::GradientCopiesDropped];
+        const std::uint64_t dropped_by_policy = st.egress.malformed_dropped + st.egress.non_member_dropped + copies_dropped;
         INFO("received " << received << " copies " << copies << " sent " << sent << " merged " << merged << " tail "
                          << tail_dropped << " filtered " << filtered << " too_big " << too_big << " policy "
                          << dropped_by_policy << " waiting " << waiting << " clone_failed " << st.egress.clone_failed);
@@ -728,7 +795,8 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
         CHECK(tail_dropped > 0);
         CHECK(too_big == 6);
         CHECK(filtered == 6);
-        CHECK(dropped_by_policy == 12);
+        CHECK(copies_dropped == 2 * 4);
+        CHECK(dropped_by_policy == 12 + 8);
         CHECK(st.egress.clone_failed == 0);
         CHECK(waiting == 0);
         CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy);
@@ -793,6 +861,7 @@ TEST_CASE("receive_burst's staging cursor and per-packet route() give identical 
                 both(1, l2_frame(learner, kBroadcast, 0));
                 both(2, l2_frame(mac(0x60), kBroadcast, 0));
                 std::uint64_t compared = 0;
+                std::uint32_t update_seq = 0;  // every gradient a new update: a repeated seq is a copy
                 for (int round = 0; round < 120; ++round) {
                     const std::uint32_t arrivals = next(40);
                     for (std::uint32_t i = 0; i < arrivals; ++i) {
@@ -802,6 +871,7 @@ TEST_CASE("receive_burst's staging cursor and per-packet route() give identical 
                             const std::uint16_t cluster = worker <= 4 ? 7 : 8;
                             proto::Header h = gradient_header(cluster, static_cast<std::uint16_t>(next(3)), worker, 16);
                             h.model_version = 5 + next(4);
+                            h.seq = ++update_seq;
                             const auto dst = next(8) == 0 ? mac(0x60) : learner;
                             both(0, udp_frame(mac(worker), dst, host_ip(worker), learner_ip, proto::kDefaultUdpPort,
                                               gradient_payload(h)));

@@ -232,12 +232,12 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
                              : nullptr;
     if (sender != nullptr && !sender->active) sender = nullptr;
     if (sender != nullptr) {
-        const transport::SeqVerdict seen = sender->seen[h.chunk_index].classify(h.seq);
-        if (seen == transport::SeqVerdict::Duplicate) {
+        const SeqVerdict seen = sender->seen[h.chunk_index].classify(h.seq);
+        if (seen == SeqVerdict::Duplicate) {
             ++c_.duplicates;
             return;
         }
-        if (seen == transport::SeqVerdict::TooOld) {
+        if (seen == SeqVerdict::TooOld) {
             ++c_.rejected_replay_window;
             return;
         }
@@ -550,7 +550,7 @@ bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
             ++c_.workers_expired;
             // Forget its seqs: a worker that comes back after expiry may be a new process whose
             // seqs start anywhere (docs/transport.md, "Duplicates").
-            for (transport::SeqWindow& window : w.seen) window.clear();
+            for (SeqWindow& window : w.seen) window.clear();
             changed = true;
         }
     }

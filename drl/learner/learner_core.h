@@ -37,7 +37,7 @@
 #include "model/optimizer.h"
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
-#include "transport/seq_window.h"
+#include "seq_window.h"
 
 namespace shesha::learner {
 
@@ -111,7 +111,7 @@ struct WorkerInfo {
     std::uint64_t chunks_applied = 0;
     std::uint64_t credit_units = 0;        // CREDIT units sent to it (named and spread)
     bool quiet = false;                    // not heard for 2 x credit_timeout_ms: no spread units
-    std::vector<transport::SeqWindow> seen;  // per chunk index, the seqs taken (cleared on expiry)
+    std::vector<SeqWindow> seen;  // per chunk index, the seqs taken (cleared on expiry)
 };
 
 // What a checkpoint holds (learner/checkpoint.h writes and reads it).

@@ -5,12 +5,25 @@
 // with aggregation on, with the switch's aggregation on) and with which version tolerance. Counts
 // the verdicts that are not "merge" in the forwarding thread's table; frees nothing (the caller
 // drops what does not pass). Other frames are not its business.
+//
+// A copy is never merged, nor forwarded. Per (cluster, worker, chunk) the stage keeps the window
+// of seqs it has seen (SeqWindow, as the learner does): a GRADIENT whose seq it has seen is a
+// copy made on the way (a link or a relay duplicated it) and is dropped (counted `copies_dropped`;
+// it never was in its worker's flight, so no credit is owed for it). Merged into another chunk it
+// would be applied twice and nobody could tell; forwarded alone, it could still be a second copy of
+// a contribution already inside a merged chunk named after another worker. A reordered GRADIENT
+// (older, not seen) is new and merges as usual. Workers' seqs grow per update (a chunk's seq is its
+// first contribution's), so an honest sender never repeats one. A seq SeqWindow::kWidth or more
+// behind cannot be told from a copy: forwarded unmerged (`late_unmerged`), for the learner to
+// judge; kRestartGap or more behind is a restarted sender (a new window).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "classify.h"
+#include "seq_window.h"
 #include "cluster_policy.h"
 #include "counters.h"
 #include "switch_config.h"
@@ -25,6 +38,53 @@ struct Admission {
     std::uint32_t tolerance = 0;  // version tolerance of its cluster (when mergeable)
 };
 
+// The seqs seen per (cluster, worker, chunk), in a direct-mapped table: a key that lands on a slot
+// another key holds replaces it, so a copy arriving after its slot was taken by another sender's
+// chunk is not recognised (4096 slots of 32 bytes: a rack's workers times their chunks fit).
+enum class RepeatVerdict : std::uint8_t { New, Copy, Late };
+
+class RecentGradients {
+public:
+    static constexpr std::size_t kSlots = 4096;
+    static constexpr std::uint32_t kRestartGap = 1024;
+
+    RecentGradients() : slots_(std::make_unique<Slot[]>(kSlots)) {}
+
+    [[gnu::always_inline]] inline RepeatVerdict check(const PacketMeta& meta) noexcept {
+        const std::uint32_t mix = (meta.worker_id * 0x9E3779B1U) ^ (std::uint32_t{meta.cluster_id} << 16) ^ meta.chunk_index;
+        Slot& s = slots_[(mix ^ (mix >> 15)) & (kSlots - 1)];
+        const bool same = !s.seen.empty() && s.worker_id == meta.worker_id && s.cluster_id == meta.cluster_id &&
+                          s.chunk_index == meta.chunk_index;
+        if (same) {
+            switch (s.seen.classify(meta.seq)) {
+            case SeqVerdict::Duplicate:
+                return RepeatVerdict::Copy;
+            case SeqVerdict::TooOld:
+                if (static_cast<std::uint32_t>(s.seen.highest() - meta.seq) < kRestartGap) return RepeatVerdict::Late;
+                break;  // far behind: the sender restarted
+            case SeqVerdict::New:
+                s.seen.mark(meta.seq);
+                return RepeatVerdict::New;
+            }
+        }
+        s.worker_id = meta.worker_id;
+        s.cluster_id = meta.cluster_id;
+        s.chunk_index = meta.chunk_index;
+        s.seen.clear();
+        s.seen.mark(meta.seq);
+        return RepeatVerdict::New;
+    }
+
+private:
+    struct Slot {
+        SeqWindow seen;
+        std::uint32_t worker_id = 0;
+        std::uint16_t cluster_id = 0;
+        std::uint16_t chunk_index = 0;
+    };
+    std::unique_ptr<Slot[]> slots_;
+};
+
 class AdmissionStage {
 public:
     explicit AdmissionStage(const SwitchConfig& cfg)
@@ -37,6 +97,18 @@ public:
         Admission a;
         switch (cache_.check(meta.cluster_id, src_mac, meta.src_ip, a.tolerance)) {
         case MergeVerdict::Merge:
+            if (aggregation_) [[likely]] {
+                const RepeatVerdict r = recent_.check(meta);
+                if (r == RepeatVerdict::Copy) [[unlikely]] {
+                    counters.add(SwitchCounter::GradientCopiesDropped);
+                    a.pass = false;
+                    break;
+                }
+                if (r == RepeatVerdict::Late) [[unlikely]] {
+                    counters.add(SwitchCounter::GradientLateUnmerged);
+                    break;
+                }
+            }
             a.mergeable = aggregation_;
             break;
         case MergeVerdict::NoAggregation:
@@ -67,6 +139,7 @@ private:
     ClusterPolicy policy_;
     PolicyVerdictCache cache_{policy_};  // after policy_: it points at it
     bool aggregation_;
+    RecentGradients recent_;
 };
 
 }  // namespace shesha::core

@@ -37,6 +37,8 @@ struct PacketMeta {
     std::uint16_t elem_count = 0;
     std::uint32_t model_version = 0;
     std::uint16_t contributions = 0;  // a GRADIENT's contrib_count (any element type), else 0
+    std::uint32_t worker_id = 0;      // a GRADIENT's worker_id and seq (admission tells copies by them)
+    std::uint32_t seq = 0;
     std::uint32_t src_ip = 0;         // host byte order
     std::uint32_t dst_ip = 0;
 };
@@ -112,7 +114,11 @@ template <class Io>
     meta.chunk_index = msg.hdr.chunk_index;
     meta.elem_count = msg.hdr.elem_count;
     meta.model_version = msg.hdr.model_version;
-    if (msg.hdr.type == proto::MsgType::Gradient) meta.contributions = msg.hdr.contrib_count;
+    if (msg.hdr.type == proto::MsgType::Gradient) {
+        meta.contributions = msg.hdr.contrib_count;
+        meta.worker_id = msg.hdr.worker_id;
+        meta.seq = msg.hdr.seq;
+    }
     if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
         meta.cls = PacketClass::Gradient;
         ++tally.gradient_f32;

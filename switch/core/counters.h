@@ -70,6 +70,8 @@ enum class SwitchCounter : std::uint8_t {
     NonMemberDropped,
     NoAggregation,           // fp32 GRADIENTs of clusters with aggregation off
     UnknownCluster,
+    GradientCopiesDropped,   // mergeable GRADIENTs whose (cluster, worker, chunk, seq) was seen: copies (admission.h)
+    GradientLateUnmerged,    // too far behind their sender's newest to tell: forwarded unmerged
     FeedbackSent,
     FeedbackSuppressed,      // rate limited by FeedbackLimiter
     FeedbackFailed,          // no buffer, or the NIC refused it
@@ -143,6 +145,8 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"gradients", "non_member_dropped"},
     {"gradients", "no_aggregation"},
     {"gradients", "unknown_cluster"},
+    {"gradients", "copies_dropped"},
+    {"gradients", "late_unmerged"},
     {"feedback", "sent"},
     {"feedback", "suppressed"},
     {"feedback", "failed"},
