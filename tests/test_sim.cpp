@@ -1,5 +1,6 @@
 // shesha-sim: hand-checked small cases, determinism, FIFO vs merging under overload,
-// conservation of contributions, strict scenario keys.
+// conservation of contributions, strict scenario keys, and the MODEL direction (unicast and
+// replicated delivery, counted by hand).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -19,7 +20,8 @@ Summary run(const Scenario& s) {
 }
 
 // 3 workers of one cluster under one ToR, one chunk of 64 elements per update, everyone starts at
-// t = 0 with no jitter; the learner's 10 GbE port is the slow link (hosts have 100 GbE).
+// t = 0 with no jitter; the learner's 10 GbE port is the slow link (hosts have 100 GbE). One
+// direction (model.delivery none): the hand computation follows the versions CREDIT names.
 Scenario three_workers(bool aggregation, std::uint32_t updates, std::uint32_t version_tolerance = 0) {
     return load_scenario(
         "seed: 7\nduration_ms: 1\n"
@@ -29,7 +31,8 @@ Scenario three_workers(bool aggregation, std::uint32_t updates, std::uint32_t ve
         "links: {host_gbps: 100, learner_gbps: 10, prop_ns: 500}\n"
         "queue: {aggregation: " + std::string(aggregation ? "true" : "false") +
         ", mark_depth_packets: 0, version_tolerance: " + std::to_string(version_tolerance) + "}\n"
-        "transport: {window_control: false, switch_feedback: false}\n",
+        "transport: {window_control: false, switch_feedback: false}\n"
+        "model: {delivery: none}\n",
         "test");
 }
 
@@ -115,7 +118,7 @@ TEST_CASE("deterministic for a seed; another seed differs") {
     const Scenario a = load_scenario(
         "seed: 11\nduration_ms: 3\ntopology: {kind: leaf_spine, leaves: 3, spines: 2}\n"
         "workload: {clusters: 3, workers_per_cluster: 8, chunks: 4, chunk_elems: 128, compute_us: 200, jitter: 0.3}\n"
-        "links: {learner_gbps: 10, fabric_gbps: 25}\n",
+        "links: {learner_gbps: 10, fabric_gbps: 25}\nmodel: {delivery: none}\n",
         "test");
     Simulator s1(a), s2(a);
     const Summary r1 = s1.run();
@@ -155,7 +158,8 @@ TEST_CASE("conservation of contributions with drops, window control and feedback
         "workload: {clusters: 4, workers_per_cluster: 16, chunks: 8, chunk_elems: 256, compute_us: 100}\n"
         "links: {learner_gbps: 10, fabric_gbps: 40}\n"
         "queue: {capacity_packets: 16, mark_depth_packets: 4}\n"
-        "transport: {window_control: true, switch_feedback: true, w_init: 8, credit_timeout_us: 500}\n",
+        "transport: {window_control: true, switch_feedback: true, w_init: 8, credit_timeout_us: 500}\n"
+        "model: {delivery: none}\n",
         "test");
     const Summary r = run(s);
     CHECK(r.drops > 0);  // so the identity below is tested with losses
@@ -215,6 +219,12 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("queue: {fair: true, chunk_follow: 3}\n"), Catch::Contains("'queue.chunk_follow'"));
     CHECK(load_scenario("queue: {fair: true, chunk_follow: true}\n", "f.yaml").chunk_follow);
     CHECK(!load_scenario("", "f.yaml").chunk_follow);
+    CHECK_THAT(error_of("model: {delivery: multicast}\n"), Catch::Contains("expected none, unicast or replicated"));
+    CHECK_THAT(error_of("model: {delivery: replicated}\n", {"workload.workers_per_cluster=5000"}),
+               Catch::Contains("a replication group at most 4096"));
+    CHECK_THAT(error_of("model: {learner_nic_packets: 0}\n"), Catch::Contains("'model.learner_nic_packets'"));
+    CHECK(load_scenario("", "f.yaml").model_delivery == ModelDelivery::Unicast);
+    CHECK(load_scenario("model: {delivery: replicated}\n", "f.yaml").model_delivery == ModelDelivery::Replicated);
     CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
                Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
     CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
@@ -267,4 +277,107 @@ TEST_CASE("clusters of different sizes: FIFO shares the port per worker, fair qu
     CHECK(fifo.jain_contended < 0.9);
     CHECK(fair.jain_contended > 0.99);
     for (const Summary* r : {&fifo, &fair}) CHECK(r->contributions_sent == r->contributions_applied + r->contributions_dropped);
+}
+
+namespace {
+
+// The MODEL direction by hand: 3 workers of one cluster, K = 2 chunks of 64 elements (346 B
+// frames), one update each, everyone asks for the model at t = 0; FIFO ports (no merging), so each
+// GRADIENT is credited to its own sender. The learner publishes every 400 us when something was
+// applied: version 1 at t = 0 (sent in answer to the three requests), version 2 at 400 us (the
+// updates arrived at about 105 us), and at 800 us nothing new was applied. Rebroadcasts (250 ms)
+// fall outside the 1 ms run.
+Scenario model_by_hand(const char* delivery) {
+    return load_scenario(fmt::format(
+        "seed: 7\nduration_ms: 1\ntopology: {{kind: tor}}\n"
+        "workload: {{clusters: 1, workers_per_cluster: 3, chunks: 2, chunk_elems: 64, compute_us: 100, jitter: 0,"
+        " start_together: true, max_updates: 1}}\n"
+        "links: {{host_gbps: 100, learner_gbps: 10, prop_ns: 500}}\n"
+        "queue: {{aggregation: false, mark_depth_packets: 0}}\n"
+        "transport: {{window_control: false, switch_feedback: false}}\n"
+        "model: {{delivery: {}, publish_interval_us: 400}}\n", delivery), "test");
+}
+
+}  // namespace
+
+TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both directions' bytes") {
+    constexpr std::uint64_t kChunk = 42 + 48 + 64 * 4;  // a GRADIENT or MODEL frame: 346 B
+    constexpr std::uint64_t kRequest = 42 + 48;         // a model request: header only
+    constexpr std::uint64_t kCredit = 42 + 48 + 16;     // a CREDIT: header + body
+    const Summary uni = run(model_by_hand("unicast"));
+    const Summary rep = run(model_by_hand("replicated"));
+    for (const Summary* r : {&uni, &rep}) {
+        const ModelTraffic& m = r->model;
+        CHECK(m.requests_sent == 3);
+        CHECK(m.requests_answered == 3);
+        CHECK(m.answer_chunks == 6);           // version 1: 2 chunks to each asker, unicast either way
+        CHECK(m.versions_published == 1);      // version 2; nothing applied between 400 and 800 us
+        CHECK(m.chunks_received == 12);
+        CHECK(m.versions_adopted == 6);        // versions 1 and 2 at each worker
+        CHECK(m.verify_failures == 0);
+        CHECK(m.workers_without_model == 0);
+        CHECK(m.learner_nic_drops == 0);
+        CHECK(r->chunks_sent == 6);
+        CHECK(r->contributions_applied == 6);
+        CHECK(r->staleness_max == 0);          // computed on version 1, applied while 1 was current
+        // Up: 6 GRADIENTs and 3 requests; down: 6 CREDITs (one per chunk, to its sender) and MODEL.
+        CHECK(m.up_bytes == 6 * kChunk + 3 * kRequest);
+        CHECK(m.down_credit_bytes == 6 * kCredit);
+        // Wire time at 10 GbE over the 1 ms run: (frame + 24 B) * 8 bits / 10 per ns, rounded up.
+        CHECK(m.up_utilisation == Approx((6 * 296 + 3 * 92) / 1e6));
+    }
+    // Unicast: version 2 goes to each of the 3 workers; replicated: once, and the switch makes the copies.
+    CHECK(uni.model.unicast_chunks == 12);
+    CHECK(uni.model.group_chunks == 0);
+    CHECK(uni.model.down_model_bytes == 12 * kChunk);
+    CHECK(uni.model.down_bytes == 12 * kChunk + 6 * kCredit);
+    CHECK(uni.model.down_utilisation == Approx((12 * 296 + 6 * 104) / 1e6));
+    CHECK(rep.model.unicast_chunks == 6);
+    CHECK(rep.model.group_chunks == 2);
+    CHECK(rep.model.down_model_bytes == 8 * kChunk);
+    CHECK(rep.model.down_utilisation == Approx((8 * 296 + 6 * 104) / 1e6));
+    // The publish alone: 1/N of unicast's chunks (N = 3 workers).
+    CHECK(uni.model.unicast_chunks - uni.model.answer_chunks == 3 * rep.model.group_chunks);
+    using shesha::core::SwitchCounter;
+    CHECK(rep.switch_counters[SwitchCounter::ModelJoined] == 3);
+    CHECK(rep.switch_counters[SwitchCounter::ModelReplicated] == 2);
+    CHECK(rep.switch_counters[SwitchCounter::ModelCopies] == 6);
+    CHECK(rep.switch_counters[SwitchCounter::ModelNotMember] == 0);
+    CHECK(rep.switch_counters[SwitchCounter::ModelMemberPortUnknown] == 0);
+    CHECK(uni.switch_counters[SwitchCounter::ModelReplicated] == 0);
+    // The one-directional run of the same scenario: nothing on the way back.
+    Scenario none = model_by_hand("none");
+    const Summary one = run(none);
+    CHECK(one.model.down_bytes == 0);
+    CHECK(one.model.up_bytes == 6 * kChunk);
+}
+
+TEST_CASE("MODEL direction on leaf-spine: replicated copies cross the fabric; deterministic for a seed") {
+    const Scenario a = load_scenario(
+        "seed: 11\nduration_ms: 12\ntopology: {kind: leaf_spine, leaves: 3, spines: 2}\n"
+        "workload: {clusters: 3, workers_per_cluster: 8, chunks: 4, chunk_elems: 128, compute_us: 200, jitter: 0.3}\n"
+        "links: {learner_gbps: 10, fabric_gbps: 25}\nmodel: {delivery: replicated, publish_interval_us: 2000}\n",
+        "test");
+    Simulator s1(a), s2(a);
+    const Summary r1 = s1.run();
+    const Summary r2 = s2.run();
+    CHECK(row_without_wall_time(a, r1) == row_without_wall_time(a, r2));
+    CHECK(series_csv("x", s1.series()) == series_csv("x", s2.series()));
+    const ModelTraffic& m = r1.model;
+    CHECK(m.versions_published > 0);
+    CHECK(m.workers_without_model == 0);
+    CHECK(m.verify_failures == 0);
+    // Every group chunk became one copy per member (8 per cluster), and each copy reached its worker.
+    using shesha::core::SwitchCounter;
+    CHECK(r1.switch_counters[SwitchCounter::ModelJoined] == 24);
+    CHECK(r1.switch_counters[SwitchCounter::ModelReplicated] == m.group_chunks);
+    CHECK(r1.switch_counters[SwitchCounter::ModelCopies] == 8 * m.group_chunks);
+    CHECK(m.chunks_received == m.unicast_chunks + 8 * m.group_chunks);
+    CHECK(r1.hops[static_cast<int>(HopLevel::FabricReturn)].departures > 0);
+    CHECK(r1.contributions_sent == r1.contributions_applied + r1.contributions_dropped);
+    CHECK(r1.verify_failures == 0);
+    CHECK(r1.learner_rejects == 0);
+    Scenario b = a;
+    b.seed = 12;
+    CHECK(row_without_wall_time(b, run(b)) != row_without_wall_time(b, r1));
 }

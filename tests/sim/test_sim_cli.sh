@@ -33,6 +33,24 @@ done
 cmp -s "$out/det1.row" "$out/det2.row" || fail "two runs with the same seed differ"
 cmp -s "$out/det1/series.csv" "$out/det2/series.csv" || fail "time series differ between identical runs"
 
+# The MODEL direction: a replicated run reports both directions of the learner port and its
+# group chunks; the one-directional run carries nothing down.
+"$sim" -q -c "$configs/sim-tor.yaml" "${short[@]}" --set model.delivery=replicated --set model.publish_interval_us=1000 \
+    -o "$out/rep" -l rep
+python3 - "$out/rep/summary.csv" <<'PY' || fail "replicated run: model columns"
+import csv, sys
+r = next(csv.DictReader(open(sys.argv[1])))
+assert r["model_delivery"] == "replicated", r["model_delivery"]
+assert int(r["model_group_chunks"]) > 0 and int(r["learner_down_bytes"]) > 0 and int(r["learner_up_bytes"]) > 0
+assert 0 < float(r["learner_down_utilisation"]) <= 1 and int(r["model_verify_failures"]) == 0
+PY
+"$sim" -q -c "$configs/sim-tor.yaml" "${short[@]}" --set model.delivery=none -o "$out/none" -l none
+python3 - "$out/none/summary.csv" <<'PY' || fail "one-directional run: nothing down"
+import csv, sys
+r = next(csv.DictReader(open(sys.argv[1])))
+assert r["model_delivery"] == "none" and int(r["learner_down_bytes"]) == 0 and int(r["versions_published"]) == 0
+PY
+
 # Strict keys: exit 2 and the key named.
 set +e
 msg=$("$sim" -q -c "$configs/sim-tor.yaml" --set queue.capacity=3 2>&1); rc=$?

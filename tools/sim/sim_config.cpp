@@ -116,6 +116,18 @@ const std::map<std::string, Setter>& schema() {
         {"transport.w_max", double_field(&Scenario::w_max, 1, 1e6)},
         {"transport.credit_timeout_us", double_field(&Scenario::credit_timeout_us, 0, 1e9)},
         {"transport.feedback_interval_us", double_field(&Scenario::feedback_interval_us, 0, 1e9)},
+        {"model.delivery",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             if (v.text == "none") s.model_delivery = ModelDelivery::None;
+             else if (v.text == "unicast") s.model_delivery = ModelDelivery::Unicast;
+             else if (v.text == "replicated") s.model_delivery = ModelDelivery::Replicated;
+             else fail(k, v, "expected none, unicast or replicated");
+         }},
+        {"model.publish_interval_us", double_field(&Scenario::publish_interval_us, 0, 1e9)},
+        {"model.rebroadcast_us", double_field(&Scenario::rebroadcast_us, 1, 1e9)},
+        {"model.request_us", double_field(&Scenario::model_request_us, 1, 1e9)},
+        {"model.budget", uint_field(&Scenario::model_budget, 1, UINT32_MAX)},
+        {"model.learner_nic_packets", uint_field(&Scenario::learner_nic_packets, 1, 1u << 24)},
         {"output.sample_us", double_field(&Scenario::sample_us, 0.1, 1e9)},
         {"output.pool_max_packets", uint_field(&Scenario::pool_max_packets, 1024, 1u << 26)},
     };
@@ -204,6 +216,12 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     std::uint64_t total = 0;
     for (std::uint32_t c = 0; c < s.clusters; ++c) total += s.workers_in(c);
     if (total > (1u << 20)) bad("more than 2^20 workers in total");
+    // The switch keeps at most 4096 members per replication group (switch_config: max_members).
+    if (s.model_delivery == ModelDelivery::Replicated)
+        for (std::uint32_t c = 0; c < s.clusters; ++c)
+            if (s.workers_in(c) > 4096)
+                bad(fmt::format("model.delivery replicated: cluster {} has {} workers, a replication group at most 4096",
+                                c, s.workers_in(c)));
     return s;
 }
 
@@ -213,6 +231,15 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
     std::stringstream ss;
     ss << in.rdbuf();
     return load_scenario(ss.str(), path, overrides);
+}
+
+const char* to_string(ModelDelivery d) noexcept {
+    switch (d) {
+        case ModelDelivery::None: return "none";
+        case ModelDelivery::Unicast: return "unicast";
+        case ModelDelivery::Replicated: return "replicated";
+    }
+    return "?";
 }
 
 std::string arm_name(const Scenario& s) {

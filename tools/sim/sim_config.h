@@ -19,6 +19,17 @@ struct ConfigError : std::runtime_error {
 
 enum class TopologyKind : std::uint8_t { Tor, LeafSpine };
 
+// How the learners' models reach the workers (docs/simulation.md, "MODEL traffic").
+enum class ModelDelivery : std::uint8_t {
+    None,        // one direction only: no MODEL; CREDIT and FEEDBACK return over a fixed delay, and a
+                 // worker computes on the version of its last CREDIT (the simulator before issue 25)
+    Unicast,     // both directions: every publish and rebroadcast is one copy per worker out of the
+                 // learner's port; CREDIT and model requests travel the links and queues too
+    Replicated,  // as Unicast, but publishes and rebroadcasts go once per cluster to its group and
+                 // the switch pipeline fans them out (model_replication); requests are answered unicast
+};
+const char* to_string(ModelDelivery d) noexcept;
+
 struct Scenario {
     std::uint64_t seed = 1;
     double duration_ms = 50;         // workers generate updates in [0, duration); then the network drains
@@ -76,6 +87,16 @@ struct Scenario {
     double w_max = 64;
     double credit_timeout_us = 5000;
     double feedback_interval_us = 50;  // FeedbackLimiter: per sender
+
+    // model distribution (shesha-learner's and the worker API's defaults, in microseconds)
+    ModelDelivery model_delivery = ModelDelivery::Unicast;
+    double publish_interval_us = 5000;   // learner.publish_interval_ms: a new version at most this often
+    double rebroadcast_us = 250'000;     // learner.rebroadcast_ms: the current version again
+    double model_request_us = 100'000;   // worker.model_request_ms: ask again while without a model
+    std::uint32_t model_budget = 64;     // learner.model_budget: copies to a worker not heard from since
+    // The learner host's send queue toward its switch port (socket buffer + qdisc). The learner sends
+    // with MSG_DONTWAIT, so a datagram that finds it full is lost (counted).
+    std::uint32_t learner_nic_packets = 4096;
 
     // output
     double sample_us = 100;          // time-series and AoM sampling period

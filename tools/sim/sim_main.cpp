@@ -208,6 +208,22 @@ int main(int argc, char** argv) {
         std::printf("  AoM mean %.1f us, peak %.1f us; staleness mean %.2f max %u; Jain %.4f; verify failures %llu\n",
                     r.aom_mean_us, r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness,
                     static_cast<unsigned long long>(r.verify_failures));
+        const auto& m = r.model;
+        std::printf("  learner port: up %.1f MB (utilisation %.3f), down %.1f MB (utilisation %.3f: MODEL %.1f MB, CREDIT %.1f MB)\n",
+                    static_cast<double>(m.up_bytes) / 1e6, m.up_utilisation, static_cast<double>(m.down_bytes) / 1e6,
+                    m.down_utilisation, static_cast<double>(m.down_model_bytes) / 1e6,
+                    static_cast<double>(m.down_credit_bytes) / 1e6);
+        if (r.model_delivery != "none")
+            std::printf("  model (%s): %llu versions published; chunks sent %llu unicast (%llu answering requests) + %llu to groups; "
+                        "lost at the learner's send queue %llu MODEL, %llu CREDIT; adopted %llu, publish to adoption mean %.1f us "
+                        "max %.1f us; model age at workers %.1f us; %u workers without a model; verify failures %llu\n",
+                        r.model_delivery.c_str(), static_cast<unsigned long long>(m.versions_published),
+                        static_cast<unsigned long long>(m.unicast_chunks), static_cast<unsigned long long>(m.answer_chunks),
+                        static_cast<unsigned long long>(m.group_chunks),
+                        static_cast<unsigned long long>(m.learner_nic_model_drops),
+                        static_cast<unsigned long long>(m.learner_nic_credit_drops),
+                        static_cast<unsigned long long>(m.versions_adopted), m.delivery_mean_us, m.delivery_max_us,
+                        m.model_age_mean_us, m.workers_without_model, static_cast<unsigned long long>(m.verify_failures));
         // The switches' own counters (the pipeline's tables, named as in shesha-switch's stats).
         std::string counters;
         for (std::size_t i = 0; i < shesha::core::SwitchCounters::kSize; ++i) {
@@ -243,8 +259,8 @@ int main(int argc, char** argv) {
     }
     // Broken conservation or inexact sums would be simulator (or queue) bugs: fail loudly.
     if (r.contributions_sent != r.contributions_applied + r.contributions_dropped || r.verify_failures != 0 ||
-        r.learner_rejects != 0) {
-        spdlog::error("invariant violated (conservation or exact sums)");
+        r.learner_rejects != 0 || r.model.verify_failures != 0) {
+        spdlog::error("invariant violated (conservation, exact sums, or a model adopted that was not the one published)");
         return 3;
     }
     return 0;

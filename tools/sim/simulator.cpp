@@ -15,6 +15,9 @@
 #include <fmt/format.h>
 
 #include "aggregating_queue.h"
+#include "cluster_config.h"  // drl::kEveryWorker
+#include "drl_wire.h"
+#include "model_receiver.h"
 #include "aom_tracker.h"
 #include "pipeline.h"
 #include "frame.h"
@@ -32,6 +35,9 @@ const char* to_string(HopLevel h) noexcept {
         case HopLevel::LeafUplink: return "leaf_uplink";
         case HopLevel::SpineDown: return "spine_down";
         case HopLevel::LearnerPort: return "learner_port";
+        case HopLevel::LearnerNic: return "learner_nic";
+        case HopLevel::FabricReturn: return "fabric_return";
+        case HopLevel::WorkerPort: return "worker_port";
     }
     return "?";
 }
@@ -48,7 +54,12 @@ struct Packet {
     std::uint32_t len = 0;
 };
 
-enum class EventType : std::uint8_t { Compute, TxDone, Arrive, Credit, Feedback, Sample };
+enum class EventType : std::uint8_t {
+    Compute, TxDone, Arrive, Credit, Feedback, Sample,
+    ModelRequest,    // a worker without a model asks (again)
+    PublishTick,     // a learner's publish interval has passed
+    RebroadcastTick  // a learner's rebroadcast period has passed (index2: the publish it belongs to)
+};
 
 struct Event {
     std::uint64_t t = 0;
@@ -71,10 +82,12 @@ struct Later {
 // switch port, or the learners).
 struct Link {
     std::unique_ptr<core::AggregatingQueue> host_queue;  // worker NIC only (a plain FIFO)
-    std::uint32_t sw = kNoLink;        // switch whose port is the egress, or kNoLink (NIC)
+    std::uint32_t sw = kNoLink;        // switch whose port is the egress, or kNoLink (a host's NIC)
     std::uint16_t sw_port = 0;
-    std::uint32_t to_sw = kNoLink;     // switch at the far end, or kNoLink (the learners)
+    std::uint32_t to_sw = kNoLink;     // switch at the far end, or kNoLink (a host)
     std::uint16_t to_port = 0;
+    std::uint32_t to_worker = kNoLink; // the worker at the far end; kNoLink with to_sw: the learners
+    std::uint32_t learner_port = kNoLink;  // a learner port's index, in either direction
     HopLevel level = HopLevel::HostNic;
     std::uint64_t rate_bps = 0;
     std::uint64_t prop_ns = 0;
@@ -89,6 +102,18 @@ struct Worker {
     std::uint16_t cluster = 0;
     std::uint32_t updates = 0;
     frame::Endpoints ep;
+    // Two-directional runs: the model it computes on, assembled from MODEL chunks.
+    std::unique_ptr<drl::ModelReceiver> receiver;
+    bool computing = false;              // adopted a first model, so its update loop runs
+    std::uint64_t adopted_published_ns = 0;  // publish time of the adopted version
+};
+
+// What a learner knows of one of its workers (LearnerCore's WorkerInfo, the parts MODEL uses).
+struct KnownWorker {
+    bool known = false;                  // registered by a model request or a GRADIENT naming it
+    bool sent_any = false;
+    std::uint64_t last_model_sent_ns = 0;
+    std::uint32_t models_since_heard = 0;
 };
 
 struct Learner {
@@ -105,8 +130,22 @@ struct Learner {
     std::uint64_t bottleneck_bytes = 0;
     std::uint64_t bottleneck_bytes_sampled = 0;  // at the previous sample
     std::uint32_t workers = 0;
+    std::uint32_t first_worker = 0;
+    // Two-directional runs: the published model (LearnerCore's version_ and published_), who it
+    // goes to, and the send queue onto the learner port.
+    std::uint32_t published = 1;          // version 1 is published at t = 0
+    std::uint64_t published_ns = 0;
+    std::vector<float> published_params;  // pattern::fill per chunk with weight 1 + version % 4
+    std::uint64_t applied_since_publish = 0;
+    bool publish_due = false;             // the interval passed with nothing applied: publish at the next chunk
+    std::uint32_t rebroadcast_epoch = 0;
+    std::vector<KnownWorker> known;       // by worker index within the cluster
+    std::uint32_t nic = kNoLink;          // the learner host's send queue
+    std::uint32_t versions_published = 0;
     explicit Learner(std::uint64_t period) : aom(period) {}
 };
+
+constexpr std::uint64_t kModelResendMinNs = 20'000'000;  // learner_core.h: per worker, for requests
 
 std::uint64_t to_ns(double x) { return static_cast<std::uint64_t>(std::llround(x)); }
 
@@ -197,11 +236,16 @@ struct SimIo {
 };
 
 // A simulated switch: the real pipeline, its RX counters, and the link behind each egress port.
+// Ports [0, up_ports) face the learners (their egress carries gradients up, and in two-directional
+// runs they receive CREDIT and MODEL from above); the others face the workers.
 struct SimSwitch {
     SimIo io;
     std::unique_ptr<core::Pipeline<SimIo>> pipeline;
     core::SwitchCounters rx;
-    std::vector<std::uint32_t> egress_links;  // links whose egress is one of this switch's ports
+    std::vector<std::uint32_t> egress_links;  // links whose egress is one of this switch's up ports
+    std::vector<std::uint32_t> down_links;    // links whose egress is one of its down ports (two-directional)
+    std::vector<std::uint32_t> link_of_port;  // egress link per port, or kNoLink
+    std::uint32_t up_ports = 0;
     std::uint32_t hops_from_workers = 1;      // links between a worker and this switch
 };
 
@@ -235,6 +279,17 @@ struct Simulator::Impl final : FeedbackSink {
     transport::ChunkLayout layout;
     std::uint64_t host_drop_contributions = 0;  // tail drops at worker NICs
 
+    // Two-directional runs (model.delivery unicast or replicated).
+    bool two_way = false;
+    bool replicated = false;
+    std::vector<std::uint64_t> port_up_bytes, port_down_bytes;  // per learner port, for the series
+    std::vector<std::uint64_t> port_up_sampled, port_down_sampled;
+    std::uint64_t up_busy_ns = 0, down_busy_ns = 0;  // wire time inside [0, duration)
+    std::uint32_t learner_port_count = 0;
+    std::uint64_t first_model_sum_ns = 0;
+    double delivery_sum_ns = 0;
+    double model_age_sum_us = 0;  // sum over samples of the mean age over workers with a model
+    std::uint64_t model_age_samples = 0;
     Summary sum;
     std::vector<SeriesRow> series;
 
@@ -250,7 +305,9 @@ struct Simulator::Impl final : FeedbackSink {
           sample_ns(std::max<std::uint64_t>(1, to_ns(s.sample_us * 1e3))),
           rng_state(s.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull),
           frame_capacity(frame_capacity_for(s)),
-          pool(frame_capacity, s.pool_max_packets) {
+          pool(frame_capacity, s.pool_max_packets),
+          two_way(s.model_delivery != ModelDelivery::None),
+          replicated(s.model_delivery == ModelDelivery::Replicated) {
         layout = *transport::make_layout(s.chunks * s.chunk_elems, s.chunk_elems);
         gradients.resize(std::size_t{s.clusters} * 4);
         for (std::uint32_t c = 0; c < s.clusters; ++c)
@@ -292,15 +349,35 @@ struct Simulator::Impl final : FeedbackSink {
         return {0x02, 0xFF, 0, 0, static_cast<std::uint8_t>(c >> 8), static_cast<std::uint8_t>(c)};
     }
     static std::uint32_t worker_ip(std::uint32_t w) { return 0x0A000000u | (w + 1); }
+    static core::Mac worker_mac(std::uint32_t w) {
+        return {0x02, 0x00, static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
+                static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)};
+    }
+    static std::uint32_t learner_ip(std::uint32_t c) { return 0x0B000000u | c; }
+    // Cluster c's group, 239.77.x.y as in the lab (239.77.0.<id>), and its Ethernet multicast MAC.
+    static std::uint32_t group_ip(std::uint32_t c) { return 0xEF4D0000u + c + 1; }
+    static core::Mac group_mac(std::uint32_t ip) {
+        return {0x01, 0x00, 0x5E, static_cast<std::uint8_t>((ip >> 16) & 0x7F), static_cast<std::uint8_t>(ip >> 8),
+                static_cast<std::uint8_t>(ip)};
+    }
 
     // A switch port in the pipeline's config: an egress toward the learners (a link at `gbps`) or
     // a port that only receives (from workers or a lower tier; its queue never fills).
-    core::PortConfig port_config(std::size_t index, double gbps, bool egress) const {
+    core::PortConfig port_config(std::size_t index, double gbps, bool egress, double down_gbps) const {
         core::PortConfig pc;
         pc.name = fmt::format("p{}", index);
         pc.device = "sim";
         pc.mtu = core::kMaxMtu;
-        if (egress) {
+        if (!egress && down_gbps > 0) {
+            // Toward the workers (two-directional runs): CREDIT and MODEL, shaped at the link rate;
+            // no GRADIENT goes this way, so no class queues and no marking.
+            pc.queue_packets = sc.capacity_packets;
+            pc.queue_bytes = sc.capacity_bytes;
+            pc.scheduling = core::Scheduling::Fifo;
+            pc.marking.depth_packets = 0;
+            pc.shaper.rate_bps = static_cast<std::uint64_t>(std::llround(down_gbps * 1e9));
+            pc.shaper.burst_bytes = frame_capacity * 2;
+        } else if (egress) {
             pc.queue_packets = sc.capacity_packets;
             pc.queue_bytes = sc.capacity_bytes;
             pc.marking.depth_packets = sc.mark_depth_packets;
@@ -319,13 +396,19 @@ struct Simulator::Impl final : FeedbackSink {
         return pc;
     }
 
-    // A switch with `egress` ports toward the learners (ports 0..) and `ingress` receive-only
-    // ports after them; dst_port(c) is the egress port for cluster c's learner.
+    // A switch with `egress` ports toward the learners (ports 0..) and `ingress` ports toward the
+    // workers after them (receive-only, or at down_gbps in two-directional runs); dst_port(c) is the
+    // egress port for cluster c's learner. `last`: the switch the learners hang off, where a
+    // replicated cluster's group is configured.
     std::uint32_t add_switch(std::uint32_t egress, double egress_gbps, std::uint32_t ingress, std::uint32_t hops,
-                             const std::function<std::uint32_t(std::uint32_t)>& dst_port) {
+                             const std::function<std::uint32_t(std::uint32_t)>& dst_port, double down_gbps = 0,
+                             bool last = false) {
         core::SwitchConfig cfg;
         cfg.burst = 32;
-        cfg.fdb_capacity = ingress + sc.clusters + 64;  // every sender can be learned
+        // Every sender can be learned: below, the hosts of its ports; in two-directional runs every
+        // worker, whose CREDIT and MODEL come back through each tier (an unknown one would be
+        // flooded, and a leaf-spine fabric has loops).
+        cfg.fdb_capacity = (two_way ? sc.total_workers() : ingress) + sc.clusters + 64;
         cfg.mac_aging_s = 300;
         cfg.udp_port = proto::kDefaultUdpPort;
         cfg.aggregation = sc.aggregation;
@@ -335,7 +418,8 @@ struct Simulator::Impl final : FeedbackSink {
         cfg.scheduling = sc.fair_scheduling ? core::Scheduling::Drr : core::Scheduling::Fifo;
         cfg.fair_lag = sc.fair_lag;
         cfg.chunk_follow = sc.chunk_follow;
-        for (std::uint32_t i = 0; i < egress + ingress; ++i) cfg.ports.push_back(port_config(i, egress_gbps, i < egress));
+        for (std::uint32_t i = 0; i < egress + ingress; ++i)
+            cfg.ports.push_back(port_config(i, egress_gbps, i < egress, two_way ? down_gbps : 0));
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
             cfg.static_fdb.push_back({learner_mac(c), cfg.ports[dst_port(c)].name});
             core::ClusterConfig cc;
@@ -343,6 +427,13 @@ struct Simulator::Impl final : FeedbackSink {
             cc.aggregation = sc.aggregation;
             cc.version_tolerance = sc.version_tolerance;
             for (std::uint32_t i = 0; i < sc.workers_in(c); ++i) cc.member_ips.push_back(worker_ip(sc.first_worker(c) + i));
+            if (replicated && last) {
+                core::ModelReplicationConfig mr;
+                mr.group = group_ip(c);
+                mr.learner = learner_ip(c);
+                mr.max_members = sc.workers_in(c);  // checked <= 4096 with the scenario
+                cc.model_replication = mr;
+            }
             cfg.clusters.push_back(std::move(cc));
         }
         auto sw = std::make_unique<SimSwitch>();
@@ -350,24 +441,31 @@ struct Simulator::Impl final : FeedbackSink {
         sw->io.sink = this;
         sw->io.sw = static_cast<std::uint32_t>(switches.size());
         sw->hops_from_workers = hops;
+        sw->up_ports = egress;
+        sw->link_of_port.assign(egress + ingress, kNoLink);
         sw->pipeline = std::make_unique<core::Pipeline<SimIo>>(cfg, 1'000'000'000ull, sw->io, core::PipelineOptions{.poll_mode = false});
         switches.push_back(std::move(sw));
         return static_cast<std::uint32_t>(switches.size() - 1);
     }
 
+    // One direction of a cable. A host's NIC (sw == kNoLink) is a plain FIFO of nic_packets: a
+    // worker's (the sender already merged what waits for credit) or a learner host's send queue.
+    // A switch port's egress is the port's queue inside that switch's pipeline.
     std::uint32_t add_link(HopLevel level, double gbps, std::uint32_t sw, std::uint16_t sw_port, std::uint32_t to_sw,
-                           std::uint16_t to_port) {
+                           std::uint16_t to_port, std::uint32_t nic_packets = 0) {
+        const auto id = static_cast<std::uint32_t>(links.size());
         Link l;
         if (sw == kNoLink) {
-            // A worker's NIC: a plain FIFO (the sender already merged what waits for credit).
             core::QueueConfig qc;
-            qc.capacity_packets = sc.host_capacity_packets;
-            qc.capacity_bytes = std::uint64_t{sc.host_capacity_packets} * frame_capacity;
+            qc.capacity_packets = nic_packets;
+            qc.capacity_bytes = std::uint64_t{nic_packets} * frame_capacity;
             qc.aggregation = false;
             qc.mark_depth_packets = 0;
             l.host_queue = std::make_unique<core::AggregatingQueue>(qc);
         } else {
-            switches[sw]->egress_links.push_back(static_cast<std::uint32_t>(links.size()));
+            SimSwitch& s = *switches[sw];
+            (sw_port < s.up_ports ? s.egress_links : s.down_links).push_back(id);
+            s.link_of_port[sw_port] = id;
         }
         l.sw = sw;
         l.sw_port = sw_port;
@@ -378,7 +476,7 @@ struct Simulator::Impl final : FeedbackSink {
         l.prop_ns = to_ns(sc.prop_ns);
         l.learner_facing = level == HopLevel::LearnerPort;
         links.push_back(std::move(l));
-        return static_cast<std::uint32_t>(links.size() - 1);
+        return id;
     }
 
     // ToR: workers -> one switch -> learner ports. Leaf-spine: workers spread over the leaves
@@ -396,20 +494,24 @@ struct Simulator::Impl final : FeedbackSink {
         std::vector<std::uint32_t> leaf_switch, spine_switch;
         std::uint32_t last;
         if (!leaf_spine) {
-            last = add_switch(learner_ports, sc.learner_gbps, n_workers, 1, learner_port_of);
+            last = add_switch(learner_ports, sc.learner_gbps, n_workers, 1, learner_port_of, sc.host_gbps, true);
         } else {
-            last = add_switch(learner_ports, sc.learner_gbps, sc.spines, 3, learner_port_of);
+            last = add_switch(learner_ports, sc.learner_gbps, sc.spines, 3, learner_port_of, sc.fabric_gbps, true);
             for (std::uint32_t s = 0; s < sc.spines; ++s)
-                spine_switch.push_back(add_switch(1, sc.fabric_gbps, sc.leaves, 2, [](std::uint32_t) { return 0u; }));
+                spine_switch.push_back(
+                    add_switch(1, sc.fabric_gbps, sc.leaves, 2, [](std::uint32_t) { return 0u; }, sc.fabric_gbps));
             std::vector<std::uint32_t> on_leaf(sc.leaves, 0);
             for (std::uint32_t w = 0; w < n_workers; ++w) ++on_leaf[w % sc.leaves];
             const std::uint32_t spines = sc.spines;
             for (std::uint32_t l = 0; l < sc.leaves; ++l)
                 leaf_switch.push_back(add_switch(sc.spines, sc.fabric_gbps, on_leaf[l], 1,
-                                                 [spines](std::uint32_t c) { return c % spines; }));
+                                                 [spines](std::uint32_t c) { return c % spines; }, sc.host_gbps));
         }
-        for (std::uint32_t p = 0; p < learner_ports; ++p)
-            add_link(HopLevel::LearnerPort, sc.learner_gbps, last, static_cast<std::uint16_t>(p), kNoLink, 0);
+        learner_port_count = learner_ports;
+        for (std::uint32_t p = 0; p < learner_ports; ++p) {
+            const std::uint32_t id = add_link(HopLevel::LearnerPort, sc.learner_gbps, last, static_cast<std::uint16_t>(p), kNoLink, 0);
+            links[id].learner_port = p;
+        }
         if (leaf_spine) {
             for (std::uint32_t s = 0; s < sc.spines; ++s) {
                 add_link(HopLevel::SpineDown, sc.fabric_gbps, spine_switch[s], 0, last,
@@ -418,6 +520,28 @@ struct Simulator::Impl final : FeedbackSink {
                     add_link(HopLevel::LeafUplink, sc.fabric_gbps, leaf_switch[l], static_cast<std::uint16_t>(s),
                              spine_switch[s], static_cast<std::uint16_t>(1 + l));
             }
+        }
+        // The way back (two-directional runs): each learner port's host send queue into the last
+        // switch, and the fabric's ports toward the leaves; the workers' own ports come below.
+        std::vector<std::uint32_t> learner_nic(learner_ports, kNoLink);
+        if (two_way) {
+            for (std::uint32_t p = 0; p < learner_ports; ++p) {
+                learner_nic[p] = add_link(HopLevel::LearnerNic, sc.learner_gbps, kNoLink, 0, last,
+                                          static_cast<std::uint16_t>(p), sc.learner_nic_packets);
+                links[learner_nic[p]].learner_port = p;
+            }
+            if (leaf_spine)
+                for (std::uint32_t s = 0; s < sc.spines; ++s) {
+                    add_link(HopLevel::FabricReturn, sc.fabric_gbps, last, static_cast<std::uint16_t>(learner_ports + s),
+                             spine_switch[s], 0);
+                    for (std::uint32_t l = 0; l < sc.leaves; ++l)
+                        add_link(HopLevel::FabricReturn, sc.fabric_gbps, spine_switch[s], static_cast<std::uint16_t>(1 + l),
+                                 leaf_switch[l], static_cast<std::uint16_t>(s));
+                }
+            port_up_bytes.assign(learner_ports, 0);
+            port_down_bytes.assign(learner_ports, 0);
+            port_up_sampled.assign(learner_ports, 0);
+            port_down_sampled.assign(learner_ports, 0);
         }
 
         workers.resize(n_workers);
@@ -448,21 +572,20 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.credit_timeout_ns = 0;
             }
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
-            wk.ep.src_mac = {0x02, 0x00, static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
-                             static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)};
+            if (two_way) wk.receiver = std::make_unique<drl::ModelReceiver>(layout, cluster_of_worker);
+            wk.ep.src_mac = worker_mac(w);
             wk.ep.dst_mac = learner_mac(cluster_of_worker);
             wk.ep.src_ip = worker_ip(w);
-            wk.ep.dst_ip = 0x0B000000u | cluster_of_worker;
+            wk.ep.dst_ip = learner_ip(cluster_of_worker);
             wk.ep.src_port = proto::kDefaultUdpPort;
             wk.ep.dst_port = proto::kDefaultUdpPort;
             wk.ep.ecn = 1;  // ECT(1): the queues may set CE
-            if (leaf_spine) {
-                const std::uint32_t leaf = w % sc.leaves;
-                worker_nic[w] = add_link(HopLevel::HostNic, sc.host_gbps, kNoLink, 0, leaf_switch[leaf],
-                                         static_cast<std::uint16_t>(next_leaf_port[leaf]++));
-            } else {
-                worker_nic[w] = add_link(HopLevel::HostNic, sc.host_gbps, kNoLink, 0, last,
-                                         static_cast<std::uint16_t>(learner_ports + w));
+            const std::uint32_t edge = leaf_spine ? leaf_switch[w % sc.leaves] : last;
+            const auto edge_port = static_cast<std::uint16_t>(leaf_spine ? next_leaf_port[w % sc.leaves]++ : learner_ports + w);
+            worker_nic[w] = add_link(HopLevel::HostNic, sc.host_gbps, kNoLink, 0, edge, edge_port, sc.host_capacity_packets);
+            if (two_way) {
+                const std::uint32_t down = add_link(HopLevel::WorkerPort, sc.host_gbps, edge, edge_port, kNoLink, 0);
+                links[down].to_worker = w;
             }
         }
         for (std::uint32_t c = 0; c < sc.clusters; ++c) {
@@ -474,6 +597,13 @@ struct Simulator::Impl final : FeedbackSink {
             L->grants.resize(L->planner->max_grants());
             L->target.assign(layout.model_elems, 0.0f);
             L->workers = sc.workers_in(c);
+            L->first_worker = sc.first_worker(c);
+            if (two_way) {
+                L->nic = learner_nic[learner_port_of(c)];
+                L->known.assign(L->workers, KnownWorker{});
+                L->published_params.resize(layout.model_elems);
+                fill_published(*L, static_cast<std::uint16_t>(c));
+            }
             learners.push_back(std::move(L));
         }
     }
@@ -509,11 +639,12 @@ struct Simulator::Impl final : FeedbackSink {
         }
         link.busy = true;
         auto* p = static_cast<Packet*>(d.handle);
+        const std::uint64_t tx = serialization_ns(d.frame_len, link.rate_bps);
         if (link.learner_facing) {
             const std::uint16_t c = be::load16(p->frame + frame::kUdpPayloadOffset + proto::off::kClusterId);
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
-        const std::uint64_t tx = serialization_ns(d.frame_len, link.rate_bps);
+        if (link.learner_port != kNoLink) count_learner_port(link, *p, d.frame_len, tx);
         schedule_simple(now + tx, EventType::TxDone, link_id);
         Event e;
         e.t = now + tx + link.prop_ns;
@@ -523,30 +654,76 @@ struct Simulator::Impl final : FeedbackSink {
         schedule(e);
     }
 
-    // A worker's NIC takes a frame from its sender.
+    // The learner port's bytes per direction, and its wire time inside [0, duration) (utilisation).
+    void count_learner_port(const Link& link, const Packet& p, std::uint32_t len, std::uint64_t tx) {
+        const std::uint64_t busy = std::min(now + tx, duration_ns) - std::min(now, duration_ns);
+        ModelTraffic& m = sum.model;
+        if (link.level == HopLevel::LearnerPort) {
+            m.up_bytes += len;
+            up_busy_ns += busy;
+            if (two_way) port_up_bytes[link.learner_port] += len;
+            return;
+        }
+        m.down_bytes += len;
+        down_busy_ns += busy;
+        port_down_bytes[link.learner_port] += len;
+        const auto type = static_cast<proto::MsgType>(p.frame[frame::kUdpPayloadOffset + proto::off::kType]);
+        if (type == proto::MsgType::Model) {
+            m.down_model_bytes += len;
+            ++m.down_model_chunks;
+        } else if (type == proto::MsgType::Credit) {
+            m.down_credit_bytes += len;
+        }
+    }
+
+    // A host's NIC takes a frame: a worker's (from its sender, or a model request) or a learner's.
+    // Only GRADIENTs carry contributions; a datagram the queue refuses is lost (counted).
     void enqueue_at_nic(std::uint32_t link_id, Packet* p) {
         Link& link = links[link_id];
         core::Arrival a;
         a.handle = p;
         a.frame = p->frame;
         a.frame_len = p->len;
-        a.contributions = proto::inplace::contrib_count(p->frame + frame::kUdpPayloadOffset);
+        const std::uint8_t* shesha = p->frame + frame::kUdpPayloadOffset;
+        const auto type = static_cast<proto::MsgType>(shesha[proto::off::kType]);
+        a.contributions = type == proto::MsgType::Gradient ? proto::inplace::contrib_count(shesha) : 0;
         ++sum.packets_forwarded;
         const core::EnqueueResult r = link.host_queue->enqueue(a, now);
         if (r.status != core::EnqueueStatus::Queued) {
             host_drop_contributions += a.contributions;
+            if (link.level == HopLevel::LearnerNic) {
+                ++sum.model.learner_nic_drops;
+                if (type == proto::MsgType::Model) ++sum.model.learner_nic_model_drops;
+                if (type == proto::MsgType::Credit) ++sum.model.learner_nic_credit_drops;
+            }
             pool.free(p);
         }
         if (!link.busy) start_tx(link_id);
     }
 
-    // A frame reaches a switch port: the switch's pipeline decides, then every idle egress link of
-    // that switch starts sending.
+    // A frame reaches a switch port: the switch's pipeline decides, then the egress links it may
+    // have queued onto start sending if idle. A frame from below goes up (the learners' ports or
+    // the uplinks); one from above (two-directional runs) goes down to the port the FDB names, or
+    // to every down port for a group's MODEL or an unknown destination (replication, flooding).
     void receive_at_switch(std::uint32_t sw_id, std::uint16_t port, Packet* p) {
         SimSwitch& sw = *switches[sw_id];
         ++sum.packets_forwarded;
+        const bool from_above = two_way && port < sw.up_ports;
+        const core::MacKey dst = core::mac_key(p->frame);
+        const bool multicast = (p->frame[0] & 1) != 0;
         sw.pipeline->receive_burst(sw.rx, port, &p, 1, now);
-        for (std::uint32_t l : sw.egress_links)
+        if (!from_above) {
+            for (std::uint32_t l : sw.egress_links)
+                if (!links[l].busy) start_tx(l);
+            return;
+        }
+        const std::uint16_t out = multicast ? core::kNoPort : sw.pipeline->fdb().lookup(dst, now);
+        if (out != core::kNoPort && out < sw.link_of_port.size()) {
+            const std::uint32_t l = sw.link_of_port[out];
+            if (l != kNoLink && !links[l].busy) start_tx(l);
+            return;
+        }
+        for (std::uint32_t l : sw.down_links)
             if (!links[l].busy) start_tx(l);
     }
 
@@ -582,6 +759,19 @@ struct Simulator::Impl final : FeedbackSink {
         pool.free(p);
     }
 
+    // Encodes one Shesha message into a pooled frame; null (counted) when the pool is exhausted.
+    Packet* build_frame(const frame::Endpoints& ep, const proto::Header& h, std::span<const std::uint8_t> body) {
+        Packet* p = pool.alloc();
+        if (p == nullptr) {
+            ++sum.pool_exhausted;
+            return nullptr;
+        }
+        const std::span<std::uint8_t> buf(p->frame, frame_capacity);
+        const std::size_t payload = proto::encode(h, body, buf.subspan(frame::kUdpPayloadOffset));
+        p->len = static_cast<std::uint32_t>(frame::build_udp_frame(ep, payload, buf, false));
+        return p;
+    }
+
     void try_send(std::uint32_t w) {
         Worker& wk = workers[w];
         while (auto chunk = wk.sender->next_to_send(now)) {
@@ -603,7 +793,9 @@ struct Simulator::Impl final : FeedbackSink {
     void on_compute(std::uint32_t w) {
         Worker& wk = workers[w];
         wk.sender->on_timeout(now);
-        wk.sender->offer_update(wk.sender->learner_version(), now, gradients[std::size_t{wk.cluster} * 4 + w % 4]);
+        // The version it computes on: the one it adopted, or (one direction) the last CREDIT's.
+        const std::uint32_t base = wk.receiver ? wk.receiver->version() : wk.sender->learner_version();
+        wk.sender->offer_update(base, now, gradients[std::size_t{wk.cluster} * 4 + w % 4]);
         ++wk.updates;
         try_send(w);
         schedule_next_compute(w);
@@ -618,11 +810,224 @@ struct Simulator::Impl final : FeedbackSink {
 
     void on_arrive(std::uint32_t link_id, Packet* p) {
         const Link& link = links[link_id];
-        if (link.to_sw == kNoLink) {
+        if (link.to_sw != kNoLink) {
+            receive_at_switch(link.to_sw, link.to_port, p);
+        } else if (link.to_worker != kNoLink) {
+            deliver_to_worker(link.to_worker, p);
+        } else {
             deliver(p);
+        }
+    }
+
+    // ---- model distribution (two-directional runs) ----
+    // The worker API's request loop: ask while without a model, every model.request_us (the
+    // request also joins the worker to its cluster's group at a replicating switch).
+    void on_model_request(std::uint32_t w) {
+        Worker& wk = workers[w];
+        if (wk.receiver->has_model()) return;
+        const proto::Header h = drl::model_request_header(wk.cluster, w, wk.receiver->version(), now);
+        if (Packet* p = build_frame(wk.ep, h, {})) {
+            ++sum.model.requests_sent;
+            enqueue_at_nic(worker_nic[w], p);
+        }
+        const std::uint64_t next = now + to_ns(sc.model_request_us * 1e3);
+        if (next < duration_ns) schedule_simple(next, EventType::ModelRequest, w);
+    }
+
+    // The published parameters of the learner's current version: the exact pattern of chunk k with
+    // the weight of the version (1 + version % 4), so a worker can check what it adopted bit for bit.
+    void fill_published(Learner& L, std::uint16_t c) {
+        for (std::uint16_t k = 0; k < layout.chunk_count; ++k)
+            pattern::fill(L.published_params.data() + layout.offset(k), layout.elems_in(k), c, k, L.published - 1);
+    }
+
+    void learner_send(Learner& L, Packet* p) { enqueue_at_nic(L.nic, p); }
+
+    frame::Endpoints learner_to(std::uint16_t c, const core::Mac& mac, std::uint32_t ip) const {
+        frame::Endpoints ep;
+        ep.src_mac = learner_mac(c);
+        ep.dst_mac = mac;
+        ep.src_ip = learner_ip(c);
+        ep.dst_ip = ip;
+        ep.src_port = proto::kDefaultUdpPort;
+        ep.dst_port = proto::kDefaultUdpPort;
+        ep.ecn = 0;
+        return ep;
+    }
+
+    // LearnerCore::send_chunks: every chunk of the published version to one destination.
+    void send_chunks(Learner& L, std::uint16_t c, const frame::Endpoints& ep, std::uint32_t worker_id) {
+        for (std::uint16_t k = 0; k < layout.chunk_count; ++k) {
+            proto::Header h;
+            h.type = proto::MsgType::Model;
+            h.elem_type = proto::ElemType::F32;
+            h.cluster_id = c;
+            h.worker_id = worker_id;
+            h.model_version = L.published;
+            transport::set_chunk_fields(layout, k, h);
+            h.ts_earliest_ns = L.published_ns;
+            h.ts_latest_ns = L.published_ns;
+            const float* elems = L.published_params.data() + layout.offset(k);
+            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems),
+                                                     std::size_t{layout.elems_in(k)} * sizeof(float));
+            Packet* p = build_frame(ep, h, body);
+            if (p == nullptr) continue;
+            if (worker_id == drl::kEveryWorker) ++sum.model.group_chunks;
+            else ++sum.model.unicast_chunks;
+            learner_send(L, p);
+        }
+    }
+
+    // LearnerCore::send_model: one worker's unicast copy.
+    void send_model(Learner& L, std::uint16_t c, std::uint32_t index) {
+        const std::uint32_t w = L.first_worker + index;
+        send_chunks(L, c, learner_to(c, worker_mac(w), worker_ip(w)), w);
+        KnownWorker& k = L.known[index];
+        k.sent_any = true;
+        k.last_model_sent_ns = now;
+        ++k.models_since_heard;
+    }
+
+    // LearnerCore::broadcast_model and broadcast_group: a publish or rebroadcast, to every known
+    // worker with budget left (unicast), or once to the group while any has budget (replicated).
+    void broadcast(Learner& L, std::uint16_t c) {
+        bool any_budget = false;
+        for (std::uint32_t i = 0; i < L.workers; ++i) {
+            KnownWorker& k = L.known[i];
+            if (!k.known) continue;
+            if (k.models_since_heard >= sc.model_budget) {
+                ++sum.model.models_withheld;
+                continue;
+            }
+            if (!replicated) {
+                send_model(L, c, i);
+                continue;
+            }
+            any_budget = true;
+            k.sent_any = true;
+            k.last_model_sent_ns = now;
+            ++k.models_since_heard;
+        }
+        if (replicated && any_budget) send_chunks(L, c, learner_to(c, group_mac(group_ip(c)), group_ip(c)), drl::kEveryWorker);
+    }
+
+    // LearnerCore::publish_now: a new version once the interval passed and something was applied.
+    void publish(Learner& L, std::uint16_t c) {
+        ++L.published;
+        ++L.versions_published;
+        ++sum.model.versions_published;
+        L.published_ns = now;
+        fill_published(L, c);
+        L.applied_since_publish = 0;
+        L.publish_due = false;
+        ++L.rebroadcast_epoch;
+        schedule_learner_ticks(c);
+        broadcast(L, c);
+    }
+
+    void schedule_learner_ticks(std::uint16_t c) {
+        const std::uint64_t publish_at = now + std::max<std::uint64_t>(1, to_ns(sc.publish_interval_us * 1e3));
+        if (publish_at < duration_ns) schedule_simple(publish_at, EventType::PublishTick, c);
+        const std::uint64_t rebroadcast_at = now + std::max<std::uint64_t>(1, to_ns(sc.rebroadcast_us * 1e3));
+        if (rebroadcast_at < duration_ns) {
+            Event e;
+            e.t = rebroadcast_at;
+            e.type = EventType::RebroadcastTick;
+            e.index = c;
+            e.index2 = learners[c]->rebroadcast_epoch;
+            schedule(e);
+        }
+    }
+
+    void on_publish_tick(std::uint16_t c) {
+        Learner& L = *learners[c];
+        if (L.applied_since_publish != 0) publish(L, c);
+        else L.publish_due = true;  // LearnerCore checks at every tick: the next applied chunk publishes
+    }
+
+    void on_rebroadcast_tick(std::uint16_t c, std::uint32_t epoch) {
+        Learner& L = *learners[c];
+        if (epoch != L.rebroadcast_epoch) return;  // a publish since restarted the period
+        broadcast(L, c);
+        const std::uint64_t next = now + std::max<std::uint64_t>(1, to_ns(sc.rebroadcast_us * 1e3));
+        if (next < duration_ns) {
+            Event e;
+            e.t = next;
+            e.type = EventType::RebroadcastTick;
+            e.index = c;
+            e.index2 = epoch;
+            schedule(e);
+        }
+    }
+
+    // The learner hears from worker w (LearnerCore::register_worker).
+    KnownWorker* heard_from(Learner& L, std::uint32_t w) {
+        if (w < L.first_worker || w - L.first_worker >= L.workers) return nullptr;
+        KnownWorker& k = L.known[w - L.first_worker];
+        k.known = true;
+        k.models_since_heard = 0;
+        return &k;
+    }
+
+    // LearnerCore::handle_model_request: the whole model to the asker, at most every 20 ms.
+    void on_request_at_learner(Learner& L, std::uint16_t c, std::uint32_t w) {
+        KnownWorker* k = heard_from(L, w);
+        if (k == nullptr) return;
+        if (k->sent_any && now - k->last_model_sent_ns < kModelResendMinNs) {
+            ++sum.model.requests_rate_limited;
             return;
         }
-        receive_at_switch(link.to_sw, link.to_port, p);
+        ++sum.model.requests_answered;
+        const std::uint64_t before = sum.model.unicast_chunks;
+        send_model(L, c, w - L.first_worker);
+        sum.model.answer_chunks += sum.model.unicast_chunks - before;
+    }
+
+    // A frame reaches a worker down its port: CREDIT for its sender, MODEL for its receiver.
+    void deliver_to_worker(std::uint32_t w, Packet* p) {
+        Worker& wk = workers[w];
+        proto::Message m;
+        const frame::FrameInfo info = frame::classify({p->frame, p->len}, proto::kDefaultUdpPort);
+        if (info.kind == frame::FrameKind::Shesha &&
+            proto::decode({p->frame + info.payload_offset, info.payload_len}, m) == proto::DecodeError::Ok &&
+            m.hdr.cluster_id == wk.cluster) {
+            if (m.hdr.type == proto::MsgType::Credit && m.hdr.worker_id == w) {
+                proto::CreditBody body;
+                if (proto::decode_credit(m.payload, body)) {
+                    wk.sender->on_credit(body, m.hdr.flags, now);
+                    try_send(w);
+                }
+            } else if (m.hdr.type == proto::MsgType::Model && m.hdr.elem_count != 0) {
+                ++sum.model.chunks_received;
+                if (wk.receiver->on_chunk(m.hdr, m.payload) == drl::ModelChunkResult::Adopted) adopt(w, m.hdr);
+            }
+        }
+        pool.free(p);
+    }
+
+    // Every chunk of a version arrived: the worker computes on it from now on.
+    void adopt(std::uint32_t w, const proto::Header& h) {
+        Worker& wk = workers[w];
+        ++sum.model.versions_adopted;
+        const std::uint64_t delivery = now - std::min(now, h.ts_latest_ns);
+        delivery_sum_ns += static_cast<double>(delivery);
+        sum.model.delivery_max_us = std::max(sum.model.delivery_max_us, static_cast<double>(delivery) / 1e3);
+        wk.adopted_published_ns = h.ts_latest_ns;
+        // The learner's parameters of that version, bit for bit (weight 1 + version % 4 per chunk).
+        const std::span<const float> params = wk.receiver->parameters();
+        const float weight = pattern::weight(wk.receiver->version() - 1);
+        for (std::uint16_t k = 0; k < layout.chunk_count; ++k) {
+            const float* x = params.data() + layout.offset(k);
+            if (pattern::verify(x, layout.elems_in(k), wk.cluster, k, 1) != pattern::Check::Ok || x[1] != weight) {
+                ++sum.model.verify_failures;
+                break;
+            }
+        }
+        if (!wk.computing) {
+            wk.computing = true;
+            first_model_sum_ns += now;
+            schedule_next_compute(w);
+        }
     }
 
     void deliver(Packet* p) {
@@ -637,15 +1042,23 @@ struct Simulator::Impl final : FeedbackSink {
             return;
         }
         Learner& L = *learners[m.hdr.cluster_id];
+        if (two_way && drl::is_model_request(m.hdr)) {
+            on_request_at_learner(L, m.hdr.cluster_id, m.hdr.worker_id);
+            pool.free(p);
+            return;
+        }
         // Exact sums: the payload must be contrib_count times the pattern, bit for bit.
         std::memcpy(scratch_payload.data(), m.payload.data(), std::min(m.payload.size(), scratch_payload.size() * sizeof(float)));
         if (pattern::verify(scratch_payload.data(), m.hdr.elem_count, m.hdr.cluster_id, m.hdr.chunk_index,
                             m.hdr.contrib_count) != pattern::Check::Ok)
             ++sum.verify_failures;
+        // The version a chunk is stale against: the published one (two directions), else the
+        // number of times every chunk was covered (the one-directional stand-in).
         if (L.reassembler->apply(m, L.target) == transport::ApplyResult::Ok) {
             L.contributions += m.hdr.contrib_count;
             ++L.chunks;
-            const std::uint32_t stale = L.version >= m.hdr.model_version ? L.version - m.hdr.model_version : 0;
+            const std::uint32_t version = two_way ? L.published : L.version;
+            const std::uint32_t stale = version >= m.hdr.model_version ? version - m.hdr.model_version : 0;
             L.staleness_sum += stale;
             L.staleness_max = std::max(L.staleness_max, stale);
             if (L.reassembler->complete()) {
@@ -653,22 +1066,50 @@ struct Simulator::Impl final : FeedbackSink {
                 L.reassembler->reset();
                 std::fill(L.target.begin(), L.target.end(), 0.0f);
             }
+            ++L.applied_since_publish;
         } else {
             ++sum.learner_rejects;
             sum.contributions_dropped += m.hdr.contrib_count;
         }
         if (now <= duration_ns) L.aom.on_receive(now, m.hdr.ts_latest_ns);
-        const std::size_t n = L.planner->plan(m.hdr, L.version, L.grants);
-        const std::uint64_t back = std::uint64_t{switches.front()->hops_from_workers + 1} * to_ns(sc.prop_ns);
-        for (std::size_t i = 0; i < n; ++i) {
-            Event e;
-            e.t = now + back;
-            e.type = EventType::Credit;
-            e.index = L.grants[i].worker_id;
-            e.flags = L.grants[i].flags;
-            e.credit = L.grants[i].body;
-            schedule(e);
+        if (!two_way) {
+            const std::size_t n = L.planner->plan(m.hdr, L.version, L.grants);
+            const std::uint64_t back = std::uint64_t{switches.front()->hops_from_workers + 1} * to_ns(sc.prop_ns);
+            for (std::size_t i = 0; i < n; ++i) {
+                Event e;
+                e.t = now + back;
+                e.type = EventType::Credit;
+                e.index = L.grants[i].worker_id;
+                e.flags = L.grants[i].flags;
+                e.credit = L.grants[i].body;
+                schedule(e);
+            }
+            pool.free(p);
+            return;
         }
+        // Two directions: the named worker is heard from, each CREDIT is a frame on the way back
+        // (LearnerCore::send_credits), and an overdue publish happens now.
+        const std::uint16_t c = m.hdr.cluster_id;
+        heard_from(L, m.hdr.worker_id);
+        const std::size_t n = L.planner->plan(m.hdr, L.published, L.grants);
+        for (std::size_t i = 0; i < n; ++i) {
+            const transport::CreditGrant& g = L.grants[i];
+            proto::Header out;
+            out.type = proto::MsgType::Credit;
+            out.elem_type = proto::ElemType::None;
+            out.flags = g.flags;
+            out.cluster_id = c;
+            out.worker_id = g.worker_id;
+            out.model_version = L.published;
+            out.elem_count = 0;
+            out.ts_earliest_ns = m.hdr.ts_latest_ns;
+            out.ts_latest_ns = m.hdr.ts_latest_ns;
+            std::array<std::uint8_t, proto::kCreditBodySize> body{};
+            proto::encode_credit(g.body, body);
+            if (Packet* q = build_frame(learner_to(c, worker_mac(g.worker_id), worker_ip(g.worker_id)), out, body))
+                learner_send(L, q);
+        }
+        if (L.publish_due && L.applied_since_publish != 0 && now < duration_ns) publish(L, c);
         pool.free(p);
     }
 
@@ -688,19 +1129,47 @@ struct Simulator::Impl final : FeedbackSink {
             auto& m = depth_max[static_cast<int>(l.level)];
             m = std::max<std::uint64_t>(m, depth_of(l));
         }
-        for (int h = 0; h < kHopLevels; ++h) series.push_back({t_ms, "depth_max", static_cast<std::uint32_t>(h), static_cast<double>(depth_max[h])});
+        const int levels = two_way ? kHopLevels : static_cast<int>(HopLevel::LearnerNic);  // the way back only exists in two-directional runs
+        for (int h = 0; h < levels; ++h) series.push_back({t_ms, "depth_max", static_cast<std::uint32_t>(h), static_cast<double>(depth_max[h])});
         double wsum = 0;
         for (const Worker& w : workers) wsum += w.sender->window();
         series.push_back({t_ms, "window_mean", 0, wsum / static_cast<double>(workers.size())});
+        if (two_way) {
+            // Both directions of each learner port, and how old the workers' models are.
+            for (std::uint32_t p = 0; p < learner_port_count; ++p) {
+                series.push_back({t_ms, "learner_up_gbps", p,
+                                  static_cast<double>(port_up_bytes[p] - port_up_sampled[p]) * 8 / interval_s / 1e9});
+                series.push_back({t_ms, "learner_down_gbps", p,
+                                  static_cast<double>(port_down_bytes[p] - port_down_sampled[p]) * 8 / interval_s / 1e9});
+                port_up_sampled[p] = port_up_bytes[p];
+                port_down_sampled[p] = port_down_bytes[p];
+            }
+            double age_sum = 0;
+            std::uint32_t with_model = 0;
+            for (const Worker& w : workers)
+                if (w.receiver->has_model()) {
+                    age_sum += static_cast<double>(now - std::min(now, w.adopted_published_ns)) / 1e3;
+                    ++with_model;
+                }
+            if (with_model != 0) {
+                series.push_back({t_ms, "model_age_us", 0, age_sum / with_model});
+                model_age_sum_us += age_sum / with_model;
+                ++model_age_samples;
+            }
+        }
         if (now + sample_ns <= duration_ns) schedule_simple(now + sample_ns, EventType::Sample, 0);
     }
 
     Summary run() {
         const auto wall0 = std::chrono::steady_clock::now();
+        // A worker starts at its offset: computing (one direction), or asking for the model it will
+        // compute on (two directions; the learners publish version 1 at t = 0).
         for (std::uint32_t w = 0; w < workers.size(); ++w) {
             const std::uint64_t start = sc.start_together ? 0 : to_ns(uniform01() * static_cast<double>(compute_ns_mean));
-            if (start < duration_ns) schedule_simple(start, EventType::Compute, w);
+            if (start < duration_ns) schedule_simple(start, two_way ? EventType::ModelRequest : EventType::Compute, w);
         }
+        if (two_way)
+            for (std::uint32_t c = 0; c < learners.size(); ++c) schedule_learner_ticks(static_cast<std::uint16_t>(c));
         schedule_simple(sample_ns, EventType::Sample, 0);
         while (!events.empty()) {
             const Event e = events.top();
@@ -720,6 +1189,9 @@ struct Simulator::Impl final : FeedbackSink {
                     free_feedback.push_back(e.index2);
                     break;
                 case EventType::Sample: on_sample(); break;
+                case EventType::ModelRequest: on_model_request(e.index); break;
+                case EventType::PublishTick: on_publish_tick(static_cast<std::uint16_t>(e.index)); break;
+                case EventType::RebroadcastTick: on_rebroadcast_tick(static_cast<std::uint16_t>(e.index), e.index2); break;
             }
         }
         const auto wall1 = std::chrono::steady_clock::now();
@@ -731,6 +1203,7 @@ struct Simulator::Impl final : FeedbackSink {
     void summarize() {
         Summary& s = sum;
         s.arm = arm_name(sc);
+        s.model_delivery = to_string(sc.model_delivery);
         s.workers = static_cast<std::uint32_t>(workers.size());
         s.clusters = sc.clusters;
         s.sim_end_ms = static_cast<double>(now) / 1e6;
@@ -809,6 +1282,7 @@ struct Simulator::Impl final : FeedbackSink {
             c.bottleneck_bytes = L.bottleneck_bytes;
             c.bottleneck_share = bottleneck_total ? static_cast<double>(L.bottleneck_bytes) / static_cast<double>(bottleneck_total) : 0;
             c.learner_version = L.version;
+            c.versions_published = L.versions_published;
             s.contributions_applied += L.contributions;
             s.aom_mean_us += c.aom_mean_us / static_cast<double>(learners.size());
             s.aom_peak_us = std::max(s.aom_peak_us, c.aom_peak_us);
@@ -835,6 +1309,22 @@ struct Simulator::Impl final : FeedbackSink {
             cd += x * x;
         }
         s.jain_contended = cd > 0 ? cn * cn / (static_cast<double>(contended.size()) * cd) : 0;
+
+        ModelTraffic& m = s.model;
+        const double port_ns = static_cast<double>(duration_ns) * learner_port_count;
+        m.up_utilisation = port_ns > 0 ? static_cast<double>(up_busy_ns) / port_ns : 0;
+        m.down_utilisation = port_ns > 0 ? static_cast<double>(down_busy_ns) / port_ns : 0;
+        if (two_way) {
+            std::uint32_t computing = 0;
+            for (const Worker& w : workers) {
+                computing += w.computing ? 1 : 0;
+                m.assemblies_abandoned += w.receiver->stats().assemblies_abandoned;
+                if (!w.receiver->has_model()) ++m.workers_without_model;
+            }
+            m.delivery_mean_us = m.versions_adopted ? delivery_sum_ns / static_cast<double>(m.versions_adopted) / 1e3 : 0;
+            m.first_model_mean_us = computing ? static_cast<double>(first_model_sum_ns) / computing / 1e3 : 0;
+            m.model_age_mean_us = model_age_samples ? model_age_sum_us / static_cast<double>(model_age_samples) : 0;
+        }
     }
 };
 
@@ -855,6 +1345,12 @@ std::string summary_csv_header() {
         const std::string n = to_string(static_cast<HopLevel>(i));
         h += fmt::format(",{0}_depth_mean,{0}_depth_max,{0}_sojourn_mean_us,{0}_sojourn_max_us,{0}_merges,{0}_drops,{0}_marks", n);
     }
+    h += ",model_delivery,learner_up_bytes,learner_down_bytes,learner_down_model_bytes,learner_down_credit_bytes,"
+         "learner_up_utilisation,learner_down_utilisation,model_chunks_down,learner_send_drops,learner_send_model_drops,"
+         "learner_send_credit_drops,versions_published,model_unicast_chunks,model_group_chunks,model_answer_chunks,model_requests_sent,"
+         "model_requests_answered,model_requests_rate_limited,models_withheld,model_chunks_received,versions_adopted,"
+         "model_assemblies_abandoned,model_verify_failures,workers_without_model,model_delivery_mean_us,"
+         "model_delivery_max_us,model_age_mean_us,first_model_mean_us";
     h += ",sim_end_ms,events,wall_s,packets_per_wall_s\n";
     return h;
 }
@@ -871,6 +1367,15 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
     for (const HopSummary& h : r.hops)
         row += fmt::format(",{:.3f},{},{:.3f},{:.3f},{},{},{}", h.depth_mean, h.depth_max, h.sojourn_mean_us,
                            h.sojourn_max_us, h.merges, h.drops, h.marks);
+    const ModelTraffic& m = r.model;
+    row += fmt::format(",{},{},{},{},{},{:.6f},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f}",
+                       r.model_delivery, m.up_bytes, m.down_bytes, m.down_model_bytes, m.down_credit_bytes,
+                       m.up_utilisation, m.down_utilisation, m.down_model_chunks, m.learner_nic_drops,
+                       m.learner_nic_model_drops, m.learner_nic_credit_drops, m.versions_published, m.unicast_chunks,
+                       m.group_chunks, m.answer_chunks, m.requests_sent, m.requests_answered, m.requests_rate_limited, m.models_withheld,
+                       m.chunks_received, m.versions_adopted, m.assemblies_abandoned, m.verify_failures,
+                       m.workers_without_model, m.delivery_mean_us, m.delivery_max_us, m.model_age_mean_us,
+                       m.first_model_mean_us);
     row += fmt::format(",{:.3f},{},{:.3f},{:.0f}\n", r.sim_end_ms, r.events, r.wall_s, r.packets_per_wall_s);
     return row;
 }
@@ -878,12 +1383,12 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
 std::string cluster_csv(const std::string& label, const Summary& r) {
     std::string out =
         "label,cluster,workers,aom_mean_us,aom_peak_us,staleness_mean,staleness_max,chunks_applied,"
-        "contributions_applied,bottleneck_bytes,bottleneck_share,learner_version\n";
+        "contributions_applied,bottleneck_bytes,bottleneck_share,learner_version,versions_published\n";
     for (std::size_t c = 0; c < r.per_cluster.size(); ++c) {
         const ClusterSummary& x = r.per_cluster[c];
-        out += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f},{},{},{},{},{:.6f},{}\n", label, c, x.workers, x.aom_mean_us,
+        out += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f},{},{},{},{},{:.6f},{},{}\n", label, c, x.workers, x.aom_mean_us,
                            x.aom_peak_us, x.staleness_mean, x.staleness_max, x.chunks_applied, x.contributions_applied,
-                           x.bottleneck_bytes, x.bottleneck_share, x.learner_version);
+                           x.bottleneck_bytes, x.bottleneck_share, x.learner_version, x.versions_published);
     }
     return out;
 }

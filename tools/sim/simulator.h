@@ -7,8 +7,15 @@
 //   - every learner is a transport::Reassembler plus a transport::CreditPlanner, and checks each
 //     payload bit for bit with pattern::verify;
 //   - FEEDBACK goes through core::FeedbackLimiter; AoM is metrics::AomTracker, as in the lab.
-// Time is simulated nanoseconds; the CREDIT/FEEDBACK return path is uncongested (fixed delay).
-// Deterministic for a seed: one RNG, events ordered by (time, insertion order).
+//   - with model.delivery unicast or replicated (the default), both directions: the learners publish
+//     MODEL versions and answer model requests, and send CREDIT, through the learner host's send
+//     queue, the learner port and the switch pipeline (which replicates a group's MODEL) down to
+//     the workers' ports; every worker assembles versions with drl::ModelReceiver and computes on
+//     the version it adopted. FEEDBACK (sent by the switch around its queues) keeps a fixed delay.
+//   - model.delivery none: the one-directional simulator of before (CREDIT back over a fixed delay,
+//     no MODEL; a worker computes on the version its last CREDIT named).
+// Time is simulated nanoseconds. Deterministic for a seed: one RNG, events ordered by (time,
+// insertion order).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +28,14 @@
 
 namespace shesha::sim {
 
-// Ports are grouped by the hop they sit at, for the per-hop metrics.
-enum class HopLevel : std::uint8_t { HostNic = 0, LeafUplink = 1, SpineDown = 2, LearnerPort = 3 };
-inline constexpr int kHopLevels = 4;
+// Ports are grouped by the hop they sit at, for the per-hop metrics. The first four carry
+// gradients toward the learners; the last three (two-directional runs only) carry CREDIT and MODEL
+// back: the learner host's send queue onto the learner port, the fabric's ports toward the worker
+// leaves (leaf-spine), and the switch ports facing the workers.
+enum class HopLevel : std::uint8_t {
+    HostNic = 0, LeafUplink = 1, SpineDown = 2, LearnerPort = 3, LearnerNic = 4, FabricReturn = 5, WorkerPort = 6
+};
+inline constexpr int kHopLevels = 7;
 const char* to_string(HopLevel h) noexcept;
 
 struct HopSummary {
@@ -51,10 +63,45 @@ struct ClusterSummary {
     std::uint64_t bottleneck_bytes = 0;  // bytes of this cluster leaving the learner-facing ports
     double bottleneck_share = 0;
     std::uint32_t learner_version = 0;   // versions completed (every chunk covered once)
+    std::uint32_t versions_published = 0;  // MODEL versions the learner published (0 without MODEL)
+};
+
+// The learner-facing ports in both directions (all of them added up) and what the model
+// distribution did. Utilisation: wire time (frame + 24 B) inside [0, duration) over the ports'
+// capacity in that time.
+struct ModelTraffic {
+    std::uint64_t up_bytes = 0;            // frames out of the switch to the learners (gradients, requests)
+    std::uint64_t down_bytes = 0;          // frames from the learners into the switch
+    std::uint64_t down_model_bytes = 0;    // of which MODEL
+    std::uint64_t down_credit_bytes = 0;   // of which CREDIT
+    std::uint64_t down_model_chunks = 0;   // MODEL frames the learners put on the port
+    double up_utilisation = 0;
+    double down_utilisation = 0;
+    std::uint64_t learner_nic_drops = 0;   // datagrams lost to a full learner send queue
+    std::uint64_t learner_nic_model_drops = 0;
+    std::uint64_t learner_nic_credit_drops = 0;
+    std::uint64_t versions_published = 0;
+    std::uint64_t unicast_chunks = 0;      // MODEL chunks the learners sent to one worker
+    std::uint64_t group_chunks = 0;        // MODEL chunks sent once to a cluster's group
+    std::uint64_t answer_chunks = 0;       // of unicast_chunks: answers to model requests (unicast either way)
+    std::uint64_t requests_sent = 0;       // model requests the workers sent
+    std::uint64_t requests_answered = 0;
+    std::uint64_t requests_rate_limited = 0;
+    std::uint64_t models_withheld = 0;     // a worker's budget was used up (model_budget)
+    std::uint64_t chunks_received = 0;     // MODEL chunks that reached a worker
+    std::uint64_t versions_adopted = 0;    // over workers: versions whose every chunk arrived
+    std::uint64_t assemblies_abandoned = 0;  // a newer version arrived before the older completed
+    std::uint64_t verify_failures = 0;     // adopted parameters not the published ones (must be 0)
+    std::uint32_t workers_without_model = 0;  // at the end of the run
+    double delivery_mean_us = 0;           // publish -> adoption, over adoptions
+    double delivery_max_us = 0;
+    double model_age_mean_us = 0;          // time-average over workers of now - publish time of the adopted version
+    double first_model_mean_us = 0;        // when a worker adopted its first model (start of its compute)
 };
 
 struct Summary {
     std::string arm;
+    std::string model_delivery;               // none, unicast or replicated
     std::uint32_t workers = 0;
     std::uint32_t clusters = 0;
     // transport
@@ -77,6 +124,7 @@ struct Summary {
     std::uint64_t pool_packets = 0;           // high-water mark of the packet pool
     std::uint64_t verify_failures = 0;        // payloads whose sums were not exact (must be 0)
     std::uint64_t learner_rejects = 0;        // Reassembler refusals (must be 0)
+    ModelTraffic model;
     HopSummary hops[kHopLevels];
     std::vector<ClusterSummary> per_cluster;
     double aom_mean_us = 0;                   // mean over clusters of the time-average
