@@ -4,6 +4,7 @@
   plot_sim.py series OUT_DIR/series.csv IMG.png [--label L]   AoM, queue depth, window over time
   plot_sim.py study  summary.csv IMG_DIR                       scaling plots from a sweep (run_study.py)
   plot_sim.py slots  OUT_DIR/slots.csv IMG.png                 a slotted replay (shesha-sim --replay)
+  plot_sim.py model  summary.csv IMG_DIR                       the MODEL study (run_study.py --model)
 """
 import csv
 import sys
@@ -14,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-HOPS = ["host_nic", "leaf_uplink", "spine_down", "learner_port"]
+HOPS = ["host_nic", "leaf_uplink", "spine_down", "learner_port", "learner_nic", "fabric_return", "worker_port"]
 ARM_STYLE = {
     "fifo": ("tab:red", "--", "FIFO, no window"),
     "merge": ("tab:green", "--", "merge, no window"),
@@ -115,6 +116,112 @@ def plot_study(summary_csv, img_dir):
     plt.close(fig)
 
 
+DELIVERY_STYLE = {"none": ("tab:gray", "MODEL left out (none)"), "unicast": ("tab:red", "unicast"),
+                  "replicated": ("tab:green", "replicated")}
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2 if xs else 0.0
+
+
+def plot_model_study(summary_csv, img_dir):
+    """run_study.py --model: the learner port in both directions, and AoM / model age, per delivery
+    (medians over seeds); labels are POINT/SIZE/ARM:DELIVERY/sSEED."""
+    rows = read_rows(summary_csv)
+    groups = defaultdict(list)
+    for r in rows:
+        point, size, arm_delivery, _seed = r["label"].split("/")
+        arm, delivery = arm_delivery.split(":")
+        groups[(point, int(size), arm, delivery)].append(r)
+    points = sorted({(p, n) for p, n, _a, _d in groups}, key=lambda x: (int(x[0].split("-")[1][:-2]), x[1]))
+    arms = sorted({a for _p, _n, a, _d in groups})
+    deliveries = [d for d in DELIVERY_STYLE if any(k[3] == d for k in groups)]
+
+    def med(key, f):
+        return _median([f(r) for r in groups.get(key, [])])
+
+    # 1. The learner port's two directions (full Shesha): utilisation up; down split into MODEL and CREDIT.
+    arm = "shesha-follow" if "shesha-follow" in arms else arms[-1]
+    fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 4.2), sharey=True)
+    for ax, (point, size) in zip(axes, points):
+        for i, d in enumerate(deliveries):
+            key = (point, size, arm, d)
+            up = med(key, lambda r: float(r["learner_up_utilisation"]))
+            down = med(key, lambda r: float(r["learner_down_utilisation"]))
+            model = med(key, lambda r: float(r["learner_down_model_bytes"]) / max(1.0, float(r["learner_down_bytes"])))
+            color = DELIVERY_STYLE[d][0]
+            ax.bar(i - 0.2, up, 0.38, color=color, alpha=0.45, edgecolor="k", lw=0.5)
+            ax.bar(i + 0.2, down * model, 0.38, color=color, edgecolor="k", lw=0.5)
+            ax.bar(i + 0.2, down * (1 - model), 0.38, bottom=down * model, color=color, hatch="//", alpha=0.6,
+                   edgecolor="k", lw=0.5)
+        ax.set_xticks(range(len(deliveries)))
+        ax.set_xticklabels(deliveries, fontsize=8)
+        ax.set_title(f"{size} workers, {point.split('-')[1]}", fontsize=9)
+        ax.axhline(1.0, color="k", lw=0.6, ls=":")
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].set_ylabel("learner port utilisation\n(left bar: up, gradients; right: down,\nsolid MODEL, hatched CREDIT)")
+    fig.suptitle(f"Two clusters on one 10 GbE learner port ({arm}), median over seeds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(f"{img_dir}/sim-model-learner-port.png", dpi=100)
+    plt.close(fig)
+
+    # 2. AoM at the learners and the age of the workers' models, per arm and delivery.
+    fig, axes = plt.subplots(1, 2 + len(arms) - 1, figsize=(4.5 * (len(arms) + 1), 4))
+    x = range(len(points))
+    for j, a in enumerate(arms):
+        ax = axes[j]
+        for i, d in enumerate(deliveries):
+            vals = [med((p, n, a, d), lambda r: float(r["aom_mean_us"])) for p, n in points]
+            ax.bar([k + (i - 1) * 0.27 for k in x], vals, 0.27, color=DELIVERY_STYLE[d][0], label=DELIVERY_STYLE[d][1])
+        ax.set_title(f"AoM mean at the learners ({a})", fontsize=9)
+        ax.set_ylabel("us")
+    ax = axes[-1]
+    for i, d in enumerate(d for d in deliveries if d != "none"):
+        vals = [med((p, n, arm, d), lambda r: float(r["model_age_mean_us"]) / 1e3) for p, n in points]
+        ax.bar([k + (i - 0.5) * 0.35 for k in x], vals, 0.35, color=DELIVERY_STYLE[d][0], label=DELIVERY_STYLE[d][1])
+    ax.set_title(f"model age at the workers ({arm})", fontsize=9)
+    ax.set_ylabel("ms")
+    for ax in axes:
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([f"{n}\n{p.split('-')[1]}" for p, n in points], fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(f"{img_dir}/sim-model-aom.png", dpi=100)
+    plt.close(fig)
+
+    # 3. Over time, the longest run at 1,024 workers, seed 1: both directions of the learner port.
+    series_csv = summary_csv.replace("summary.csv", "series.csv")
+    longest = points[-1]
+    labels = {d: f"{longest[0]}/{longest[1]}/{arm}:{d}/s1" for d in ("unicast", "replicated")}
+    data = defaultdict(lambda: ([], []))
+    with open(series_csv, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["label"] in labels.values() and r["metric"] in ("learner_up_gbps", "learner_down_gbps", "model_age_us"):
+                data[(r["label"], r["metric"])][0].append(float(r["t_ms"]))
+                data[(r["label"], r["metric"])][1].append(float(r["value"]))
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+    for d, label in labels.items():
+        color = DELIVERY_STYLE[d][0]
+        for ax, metric in zip(axes, ("learner_up_gbps", "learner_down_gbps", "model_age_us")):
+            t, v = data[(label, metric)]
+            if metric == "model_age_us":
+                v = [y / 1e3 for y in v]
+            ax.plot(t, v, lw=0.7, color=color, label=d)
+    axes[0].set_ylabel("up (gradients)\nGbit/s")
+    axes[1].set_ylabel("down (MODEL + CREDIT)\nGbit/s")
+    axes[2].set_ylabel("model age at\nworkers (ms)")
+    axes[2].set_xlabel("simulated time (ms)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{longest[1]} workers, two clusters, one 10 GbE learner port ({arm}, seed 1)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(f"{img_dir}/sim-model-series-{longest[1]}.png", dpi=100)
+    plt.close(fig)
+
+
 def plot_slots(slots_csv, out_png):
     """Queue depth, windows, service and AoM age per slot of a slotted replay."""
     rows = read_rows(slots_csv)
@@ -161,6 +268,8 @@ def main(argv):
         plot_slots(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "study":
         plot_study(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "model":
+        plot_model_study(argv[2], argv[3])
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -3,9 +3,18 @@
 summary CSV, draws the plots into docs/img/ and prints the markdown tables.
 
   tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR] [--arms a,b,...] [--seeds 1,2,...]
+                         [--delivery none|unicast|replicated]
+  tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --model [--seeds 1,2,3]
 
 --arms runs only those arms (no plots then); --seeds runs every point on each seed (labels get
-a /sS suffix when more than one seed is given).
+a /sS suffix when more than one seed is given). --delivery: how the model reaches the workers
+(model.delivery; default unicast, the simulator's default: MODEL and CREDIT on the links). The
+studies in docs/simulation.md from before issue 25 were measured in one direction: pass
+--delivery none to reproduce them.
+
+--model: the issue-25 study (docs/simulation.md, "MODEL traffic at scale"): 256 and 1,024 workers
+in two clusters sharing one 10 GbE learner port, merging alone and full Shesha, with MODEL left
+out (none), unicast and replicated, 20 ms and 100 ms of generation; plots into IMG_DIR.
 
 Every run is a few seconds at most; the whole grid takes about a minute or two on one core.
 """
@@ -92,8 +101,113 @@ def studies():
                 f"workload.workers_per_cluster={workers // 16}", "links.fabric_gbps=100", "links.learner_gbps=10"])
 
 
+# The issue-25 study: deliveries x arms x sizes x durations, two clusters on one 10 GbE port.
+MODEL_DELIVERIES = ("none", "unicast", "replicated")
+MODEL_ARMS = ("merge", "shesha-follow")
+MODEL_SIZES = (256, 1024)
+MODEL_DURATIONS = (20, 100)
+
+
+def model_points():
+    for duration in MODEL_DURATIONS:
+        for workers in MODEL_SIZES:
+            yield (f"model-{duration}ms/{workers}",
+                   [f"duration_ms={duration}", "topology.kind=tor", "topology.shared_bottleneck=true",
+                    "workload.clusters=2", f"workload.workers_per_cluster={workers // 2}", "links.learner_gbps=10"])
+
+
+def run_model_study(sim, out, img, seeds):
+    summary = os.path.join(out, "summary.csv")
+    t0 = time.time()
+    n = 0
+    for label, args in model_points():
+        for seed in seeds:
+            for arm in MODEL_ARMS:
+                for delivery in MODEL_DELIVERIES:
+                    tag = f"{label}/{arm}:{delivery}/s{seed}"
+                    cmd = [sim, "-q", "--append", "-o", out, "-l", tag, "--set", f"seed={seed}",
+                           "--set", f"model.delivery={delivery}"]
+                    for a in BASE + args + ARMS[arm]:
+                        cmd += ["--set", a]
+                    subprocess.run(cmd, check=True)
+                    n += 1
+        print(f"  {label}: done ({n} runs, {time.time() - t0:.0f} s)", flush=True)
+    plot_sim.plot_model_study(summary, img)
+    print_model_tables(summary)
+    return 0
+
+
+def _median(xs):
+    xs = sorted(xs)
+    k = len(xs)
+    return (xs[(k - 1) // 2] + xs[k // 2]) / 2
+
+
+def print_model_tables(summary):
+    """Per point, arm and delivery: medians (min..max) over the seeds."""
+    rows = list(csv.DictReader(open(summary)))
+    groups = {}
+    for r in rows:
+        point, arm_delivery, _seed = r["label"].rsplit("/", 2)
+        groups.setdefault((point, arm_delivery), []).append(r)
+
+    def cell(rs, f, fmt):
+        xs = [f(r) for r in rs]
+        return f"{fmt.format(_median(xs))} ({fmt.format(min(xs))}..{fmt.format(max(xs))})"
+
+    def pct(r):
+        return 100 * float(r["contributions_dropped"]) / max(1.0, float(r["contributions_sent"]))
+    cols = [
+        ("AoM mean (us)", lambda r: float(r["aom_mean_us"]), "{:.1f}"),
+        ("dropped %", pct, "{:.1f}"),
+        ("staleness mean", lambda r: float(r["staleness_mean"]), "{:.2f}"),
+        ("up util", lambda r: float(r["learner_up_utilisation"]), "{:.3f}"),
+        ("down util", lambda r: float(r["learner_down_utilisation"]), "{:.3f}"),
+        ("down MODEL MB", lambda r: float(r["learner_down_model_bytes"]) / 1e6, "{:.1f}"),
+        ("down CREDIT MB", lambda r: float(r["learner_down_credit_bytes"]) / 1e6, "{:.1f}"),
+        ("lost at learner: MODEL / CREDIT", None, None),
+        ("publish to adoption mean (us)", lambda r: float(r["model_delivery_mean_us"]), "{:.0f}"),
+        ("model age at workers (us)", lambda r: float(r["model_age_mean_us"]), "{:.0f}"),
+        ("workers without a model", lambda r: float(r["workers_without_model"]), "{:.0f}"),
+    ]
+    print("| point | arm : delivery | " + " | ".join(c[0] for c in cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for (point, arm_delivery), rs in groups.items():
+        cells = []
+        for name, f, fmt in cols:
+            if f is None:
+                cells.append(f"{_median([float(r['learner_send_model_drops']) for r in rs]):.0f} / "
+                             f"{_median([float(r['learner_send_credit_drops']) for r in rs]):.0f}")
+            else:
+                cells.append(cell(rs, f, fmt))
+        print(f"| {point} | {arm_delivery} | " + " | ".join(cells) + " |")
+    # MODEL chunks per published version out of the learner port, publishes and rebroadcasts only.
+    print("\n| point | arm | unicast: publish chunks per version | replicated: per version | ratio | "
+          "replicated: all MODEL bytes / unicast's |")
+    print("|---|---|---|---|---|---|")
+    by = {}
+    for (point, arm_delivery), rs in groups.items():
+        arm, delivery = arm_delivery.split(":")
+        by[(point, arm, delivery)] = rs
+    for (point, arm, delivery), rs in by.items():
+        if delivery != "unicast" or (point, arm, "replicated") not in by:
+            continue
+        rep = by[(point, arm, "replicated")]
+
+        def per_version(r):
+            sent = float(r["model_unicast_chunks"]) - float(r["model_answer_chunks"]) + float(r["model_group_chunks"])
+            return sent / max(1.0, float(r["versions_published"]))
+        u = _median([per_version(r) for r in rs])
+        g = _median([per_version(r) for r in rep])
+        ratio = _median([float(a["learner_down_model_bytes"]) / max(1.0, float(b["learner_down_model_bytes"]))
+                         for a, b in zip(rep, rs)])
+        print(f"| {point} | {arm} | {u:.0f} | {g:.0f} | 1/{u / g:.0f} | {ratio:.3f} |")
+
+
 def main(argv):
     arms, seeds = ARMS, [1]
+    delivery = "unicast"
+    model_study = False
     args = []
     it = iter(argv)
     for a in it:
@@ -109,6 +223,13 @@ def main(argv):
             return 0
         elif a == "--seeds":
             seeds = [int(x) for x in next(it).split(",")]
+        elif a == "--delivery":
+            delivery = next(it)
+            if delivery not in MODEL_DELIVERIES:
+                print(f"--delivery: expected one of {MODEL_DELIVERIES}", file=sys.stderr)
+                return 2
+        elif a == "--model":
+            model_study = True
         else:
             args.append(a)
     argv = args
@@ -125,12 +246,15 @@ def main(argv):
     for name in ("summary.csv", "clusters.csv", "series.csv"):
         if os.path.exists(os.path.join(out, name)):
             os.remove(os.path.join(out, name))
+    if model_study:
+        return run_model_study(sim, out, img, seeds if len(seeds) > 1 else [1, 2, 3])
     t0 = time.time()
     for label, args in studies():
         for seed in seeds:
             for arm, arm_args in arms.items():
                 tag = f"{label}/{arm}" + (f"/s{seed}" if len(seeds) > 1 else "")
-                cmd = [sim, "-q", "--append", "-o", out, "-l", tag, "--set", f"seed={seed}"]
+                cmd = [sim, "-q", "--append", "-o", out, "-l", tag, "--set", f"seed={seed}",
+                       "--set", f"model.delivery={delivery}"]
                 for a in BASE + args + arm_args:
                     cmd += ["--set", a]
                 subprocess.run(cmd, check=True)
