@@ -113,7 +113,13 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
         if (!(t.gain > 0.0)) r.fail(*x, "expected a gain in (0, 1], got 0");
     }
     if (auto x = map.get("alpha_init")) t.alpha_init = r.number(*x, 0.0, 1.0);
-    if (auto x = map.get("credit_timeout_ms")) t.credit_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+    if (auto x = map.get("credit_timeout_ms")) {
+        t.credit_timeout_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+        // Without a timeout, every lost GRADIENT or CREDIT strands a unit of the window for good,
+        // and a worker whose window fills with them waits forever for credit that will not come.
+        if (t.credit_timeout_ms == 0)
+            r.fail(*x, "expected a timeout of at least 1 ms, got 0 (a worker would wait forever for a lost credit)");
+    }
     if (auto x = map.get("merge_version_gap")) t.merge_version_gap = static_cast<std::uint32_t>(r.uint(*x, 0, UINT32_MAX));
     if (auto x = map.get("merge_aware")) t.merge_aware = r.boolean(*x);
     if (auto x = map.get("merge_floor")) {

@@ -37,7 +37,7 @@ struct TransportConfig {
     double additive_increase = 1;
     double gain = 1.0 / 16;
     double alpha_init = 1.0;
-    std::uint32_t credit_timeout_ms = 200;  // 0: no credit timeout
+    std::uint32_t credit_timeout_ms = 200;  // at least 1: 0 is refused (a worker would wait forever)
     std::uint32_t merge_version_gap = UINT32_MAX;
     bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
     double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)

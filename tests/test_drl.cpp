@@ -170,6 +170,14 @@ TEST_CASE("cluster config: merge_aware and merge_floor errors name the key") {
           "test.yaml:2:26: transport.merge_aware: expected true or false, got 'yes please'");
 }
 
+TEST_CASE("cluster config: credit_timeout_ms 0 is refused: a worker must never wait forever for credit") {
+    CHECK(error_of("env: CartPole-v1\ntransport: {credit_timeout_ms: 0}\n") ==
+          "test.yaml:2:32: transport.credit_timeout_ms: expected a timeout of at least 1 ms, got 0 (a worker would "
+          "wait forever for a lost credit)");
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\ntransport: {credit_timeout_ms: 1}\n", "test.yaml")
+              .transport.credit_timeout_ms == 1);
+}
+
 TEST_CASE("cluster config: errors name the file, line and key") {
     CHECK(error_of("env: CartPole-v1\nmodle: {}\n") ==
           "test.yaml:2:1: modle: unknown key 'modle' (did you mean 'model'?); expected one of: "
