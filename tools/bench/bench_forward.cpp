@@ -543,7 +543,7 @@ private:
 struct SwitchTotals {
     bool ok = false;
     std::uint64_t rx = 0, tx = 0, filtered = 0, flooded = 0, merged = 0, mergeable = 0, queue_drops = 0;
-    std::uint64_t too_big = 0, multi_segment = 0;
+    std::uint64_t too_big = 0, multi_segment = 0, tx_contributions = 0;
     std::uint64_t peer_sync_dropped = 0, egress_rounds = 0, egress_idle_rounds = 0;
 };
 
@@ -568,6 +568,7 @@ SwitchTotals read_switch_stats(const fs::path& path) {
             const std::string at = fmt::format("ports[{}].", i), q = at + "queue.";
             t.rx += required<std::uint64_t>(port, "rx_packets", at);
             t.tx += required<std::uint64_t>(port, "tx_packets", at);
+            t.tx_contributions += or_zero(port, "tx_contributions", at);
             t.filtered += required<std::uint64_t>(port, "filtered", at);
             t.flooded += required<std::uint64_t>(port, "flooded", at);
             t.too_big += or_zero(port, "tx_too_big", at);
@@ -1004,6 +1005,9 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
                                        arm.label, pct(a.totals.filtered, a.totals.rx), pct(a.totals.flooded, a.totals.rx)));
             }
             if (a.totals.queue_drops) t.add_note(fmt::format("{}: queue drops {}", arm.label, a.totals.queue_drops));
+            if (w.gradients && arm.gradients != GradientHandling::PlainUdp && a.totals.tx > 0)  // all GRADIENTs
+                t.add_note(fmt::format("{}: merge ratio {:.3f} contributions per sent gradient (last round)", arm.label,
+                                       static_cast<double>(a.totals.tx_contributions) / static_cast<double>(a.totals.tx)));
             if (a.totals.peer_sync_dropped)
                 t.add_note(fmt::format("{}: {} FDB/group updates between lcores lost (rings full; resent within a second)",
                                        arm.label, a.totals.peer_sync_dropped));
@@ -1077,6 +1081,11 @@ json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOpt
                 {"rx_gbps", jnum(rx.median * w.frame_bytes * 8 / 1e3)},
                 {"payload_gbps", jnum(rx.median * w.payload_bytes * 8 / 1e3)},
                 {"payload_gbps_per_core", jnum(rx.median * w.payload_bytes * 8 / 1e3 / arm.cores)},
+                {"contributions_per_sent", arm.program == Program::Shesha && w.gradients &&
+                                                       arm.gradients != GradientHandling::PlainUdp && a.totals.tx > 0
+                                               ? jnum(static_cast<double>(a.totals.tx_contributions) /
+                                                      static_cast<double>(a.totals.tx))
+                                               : json::Json(nullptr)},
                 {"merged_fraction", arm.program == Program::Shesha           ? jnum(merged_fraction(a))
                                     : w.gradients && a.ok_rounds() > 0 ? json::Json(0)
                                                                        : json::Json(nullptr)},
