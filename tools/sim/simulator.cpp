@@ -140,6 +140,7 @@ struct Learner {
     bool publish_due = false;             // the interval passed with nothing applied: publish at the next chunk
     std::uint32_t rebroadcast_epoch = 0;
     std::vector<KnownWorker> known;       // by worker index within the cluster
+    std::vector<std::uint32_t> registered;  // worker ids in the order they registered (the planner's)
     std::uint32_t nic = kNoLink;          // the learner host's send queue
     std::uint32_t versions_published = 0;
     explicit Learner(std::uint64_t period) : aom(period) {}
@@ -408,7 +409,7 @@ struct Simulator::Impl final : FeedbackSink {
         // Every sender can be learned: below, the hosts of its ports; in two-directional runs every
         // worker, whose CREDIT and MODEL come back through each tier (an unknown one would be
         // flooded, and a leaf-spine fabric has loops).
-        cfg.fdb_capacity = (two_way ? sc.total_workers() : ingress) + sc.clusters + 64;
+        cfg.fdb_capacity = (two_way ? 2 * sc.total_workers() : ingress) + sc.clusters + 64;  // room to spare: open addressing
         cfg.mac_aging_s = 300;
         cfg.udp_port = proto::kDefaultUdpPort;
         cfg.aggregation = sc.aggregation;
@@ -593,8 +594,10 @@ struct Simulator::Impl final : FeedbackSink {
             std::vector<std::uint32_t> ids(sc.workers_in(c));
             for (std::uint32_t i = 0; i < sc.workers_in(c); ++i) ids[i] = sc.first_worker(c) + i;
             L->reassembler = std::make_unique<transport::Reassembler>(layout, static_cast<std::uint16_t>(c));
-            L->planner = std::make_unique<transport::CreditPlanner>(static_cast<std::uint16_t>(c), ids);
-            L->grants.resize(L->planner->max_grants());
+            if (!two_way) {  // two directions: the plan holds the workers registered so far (heard_from)
+                L->planner = std::make_unique<transport::CreditPlanner>(static_cast<std::uint16_t>(c), ids);
+                L->grants.resize(L->planner->max_grants());
+            }
             L->target.assign(layout.model_elems, 0.0f);
             L->workers = sc.workers_in(c);
             L->first_worker = sc.first_worker(c);
@@ -960,18 +963,24 @@ struct Simulator::Impl final : FeedbackSink {
         }
     }
 
-    // The learner hears from worker w (LearnerCore::register_worker).
-    KnownWorker* heard_from(Learner& L, std::uint32_t w) {
+    // The learner hears from worker w (LearnerCore::register_worker): a new worker joins the
+    // credit plan (rebuild_planner), so CREDIT only ever goes to workers the learner knows.
+    KnownWorker* heard_from(Learner& L, std::uint16_t c, std::uint32_t w) {
         if (w < L.first_worker || w - L.first_worker >= L.workers) return nullptr;
         KnownWorker& k = L.known[w - L.first_worker];
-        k.known = true;
+        if (!k.known) {
+            k.known = true;
+            L.registered.push_back(w);
+            L.planner = std::make_unique<transport::CreditPlanner>(c, L.registered);
+            L.grants.resize(L.planner->max_grants());
+        }
         k.models_since_heard = 0;
         return &k;
     }
 
     // LearnerCore::handle_model_request: the whole model to the asker, at most every 20 ms.
     void on_request_at_learner(Learner& L, std::uint16_t c, std::uint32_t w) {
-        KnownWorker* k = heard_from(L, w);
+        KnownWorker* k = heard_from(L, c, w);
         if (k == nullptr) return;
         if (k->sent_any && now - k->last_model_sent_ns < kModelResendMinNs) {
             ++sum.model.requests_rate_limited;
@@ -1090,8 +1099,8 @@ struct Simulator::Impl final : FeedbackSink {
         // Two directions: the named worker is heard from, each CREDIT is a frame on the way back
         // (LearnerCore::send_credits), and an overdue publish happens now.
         const std::uint16_t c = m.hdr.cluster_id;
-        heard_from(L, m.hdr.worker_id);
-        const std::size_t n = L.planner->plan(m.hdr, L.published, L.grants);
+        heard_from(L, c, m.hdr.worker_id);
+        const std::size_t n = L.planner ? L.planner->plan(m.hdr, L.published, L.grants) : 0;
         for (std::size_t i = 0; i < n; ++i) {
             const transport::CreditGrant& g = L.grants[i];
             proto::Header out;
