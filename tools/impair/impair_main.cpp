@@ -50,6 +50,7 @@ constexpr int kExitUsage = 2;
 constexpr std::uint32_t kCopyMark = 0x5e5e0001;
 constexpr std::uint32_t kQueueMaxLen = 65536;
 constexpr std::size_t kRecvBufferSize = 256 * 1024;
+constexpr std::size_t kVerdictBatchBytes = 16 * 1024;  // about 500 verdicts
 constexpr int kSocketBufferBytes = 16 << 20;
 constexpr std::int64_t kStopPollNs = 100'000'000;     // how often a wait checks for a signal
 constexpr std::int64_t kStatsIntervalNs = 1'000'000'000;
@@ -272,6 +273,7 @@ private:
     void on_packet(const Packet& p);
     void apply(const std::vector<Verdict>& verdicts, Direction d);
     void send_verdict(std::uint32_t id, bool accept);
+    void flush_verdicts();
     void send_copy(std::uint32_t id);
     void release_due();
     std::optional<std::int64_t> next_due() const;
@@ -290,6 +292,8 @@ private:
     std::uint32_t seq_ = 1;
     std::vector<char> rx_;
     std::vector<Verdict> verdicts_;
+    std::vector<char> tx_;  // verdicts not sent yet
+    std::size_t tx_verdicts_ = 0;
     // Payload copies of held packets that are to be duplicated, by packet id.
     std::vector<std::pair<std::uint32_t, std::vector<char>>> copies_;
     std::uint64_t duplicate_send_failed_ = 0;
@@ -389,6 +393,8 @@ bool Impairer::open_queue(int queue_num, std::string& error) {
     return true;
 }
 
+// Verdicts are queued and sent together (one netlink datagram holds many messages): one system
+// call per batch of packets rather than per packet.
 void Impairer::send_verdict(std::uint32_t id, bool accept) {
     NetlinkMessage msg(NFQNL_MSG_VERDICT, 0, static_cast<std::uint16_t>(queue_num_), AF_UNSPEC);
     nfqnl_msg_verdict_hdr hdr{};
@@ -396,17 +402,26 @@ void Impairer::send_verdict(std::uint32_t id, bool accept) {
     hdr.id = htonl(id);
     msg.add(NFQA_VERDICT_HDR, &hdr, sizeof hdr);
     const auto& buf = msg.finish(seq_++);
-    while (send(nl_fd_, buf.data(), buf.size(), 0) < 0) {
+    tx_.insert(tx_.end(), buf.begin(), buf.end());
+    ++tx_verdicts_;
+    if (tx_.size() >= kVerdictBatchBytes) flush_verdicts();
+}
+
+void Impairer::flush_verdicts() {
+    if (tx_.empty()) return;
+    while (send(nl_fd_, tx_.data(), tx_.size(), 0) < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) {
             pollfd pfd{nl_fd_, POLLOUT, 0};
             poll(&pfd, 1, 10);
             continue;
         }
-        ++verdict_send_failed_;
-        spdlog::warn("verdict for packet {}: {}", id, std::strerror(errno));
-        return;
+        verdict_send_failed_ += tx_verdicts_;
+        spdlog::warn("{} verdicts: {}", tx_verdicts_, std::strerror(errno));
+        break;
     }
+    tx_.clear();
+    tx_verdicts_ = 0;
 }
 
 // The copy leaves through a raw socket with the copy mark, which the rules let pass: on egress it
@@ -435,7 +450,10 @@ void Impairer::send_copy(std::uint32_t id) {
 void Impairer::apply(const std::vector<Verdict>& verdicts, Direction) {
     for (const Verdict& v : verdicts) {
         send_verdict(v.id, v.accept);
-        if (v.accept && v.duplicate) send_copy(v.id);
+        if (v.accept && v.duplicate) {
+            flush_verdicts();  // the original leaves before its copy
+            send_copy(v.id);
+        }
     }
 }
 
@@ -639,6 +657,7 @@ int Impairer::run() {
         ppoll(&pfd, 1, &ts, nullptr);
         if (pfd.revents & POLLIN) receive_all();
         release_due();
+        flush_verdicts();
     }
     return 0;
 }
@@ -651,6 +670,7 @@ void Impairer::finish(double elapsed_s) {
         flushed_at_exit_ += verdicts_.size();
         apply(verdicts_, static_cast<Direction>(d));
     }
+    flush_verdicts();
     read_kernel_counters();
     write_stats(elapsed_s, true);
 }

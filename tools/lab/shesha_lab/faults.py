@@ -225,6 +225,15 @@ def event_label(event):
     return f"link {','.join(event['hosts'])}: {', '.join(parts)}"
 
 
+def impair_cpus(scenario, host_cpus):
+    """Where the impairers run: on the switches' cores, not the hosts'. A real link's faults cost
+    the hosts no CPU, and here the hosts' one core bounds training (the impairers take a few
+    per cent of a core each), while a busy-polling switch at the lab's few thousand packets a
+    second mostly polls empty queues. On one core: that core."""
+    cores = sorted({s["lcore"] for s in scenario["switches"]})
+    return ",".join(map(str, cores)) if cores else host_cpus
+
+
 def impair_argv(binary, namespace, event, seed, json_path, ready_path):
     """shesha-impair's command line for one host's link."""
     return [binary, "--netns", namespace, "--dev", "eth0", "--direction", event["direction"],
@@ -298,8 +307,7 @@ class FaultRunner:
         for k, host in enumerate(event["_hosts"]):
             json_path = os.path.join(self.run.run_dir, f"impair-{index}-{host}.json")
             ready = os.path.join(self.run.run_dir, f"impair-{index}-{host}.ready")
-            # Pinned with the hosts: the switch's core stays the switch's.
-            argv = ["taskset", "-c", self.lab.host_cpus] + impair_argv(
+            argv = ["taskset", "-c", impair_cpus(self.lab.scenario, self.lab.host_cpus)] + impair_argv(
                 self.hooks.impair_binary(), self.lab.rack.namespace(host), event,
                 self.run.seed * 1000 + index * 50 + k, json_path, ready)
             process = self.lab.processes.start(f"impair-{index}-{host}", argv,
