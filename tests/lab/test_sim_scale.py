@@ -33,5 +33,5 @@ def test_sim_section_reports_both_directions(tmp_path):
     text = "\n".join(lines)
     assert "MODEL traffic is modelled" in text
     row = [l for l in lines if l.startswith("| 1024 |")]
-    assert row == ["| 1024 | shesha | replicated | 11 (10..12) | 1.000 (1.000..1.000) | 1.000 (1.000..1.000) | "
+    assert row == ["| 1024 | shesha | replicated | 11.0 (10.0..12.0) | 1.000 (1.000..1.000) | 1.000 (1.000..1.000) | "
                    "0.0 (0.0..0.0) % | 0.02 | 0.94 / 0.89 | 5.8 | 0 |"]

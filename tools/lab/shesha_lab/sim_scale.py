@@ -115,7 +115,7 @@ def sim_section(out):
                 model_mb = [float(r.get("learner_down_model_bytes") or 0) / 1e6 for r in runs]
                 without = [float(r.get("workers_without_model") or 0) for r in runs]
                 lines.append(
-                    f"| {size} | {arm} | {delivery} | {_range(aom, '{:.0f}')} | {_range(jain_contended, '{:.3f}')} | "
+                    f"| {size} | {arm} | {delivery} | {_range(aom, '{:.1f}')} | {_range(jain_contended, '{:.3f}')} | "
                     f"{_range(jain_delivered, '{:.3f}')} | {_range(dropped, '{:.1f}')} % | "
                     f"{median_or_none(staleness):.2f} | {median_or_none(up):.2f} / {median_or_none(down):.2f} | "
                     f"{median_or_none(model_mb):.1f} | {median_or_none(without):.0f} |")
