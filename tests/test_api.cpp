@@ -4,6 +4,13 @@
 // with messages that name them. Waits are bounded loops on observable state, never sleeps.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -224,5 +231,50 @@ TEST_CASE("api: with model_delivery replicated the learner sends publishes once 
     CHECK(c.model_group_chunks_sent % 3 == 0);  // whole copies (a rebroadcast may have followed)
     CHECK(c.model_chunks_sent == 3);            // still only the answer to the request
     CHECK(c.send_errors == 0);
+    std::filesystem::remove(config);
+}
+
+TEST_CASE("api: a worker's first GRADIENT seq is its start time in microseconds, so a restart continues ahead") {
+    // A bare UDP socket stands in for the learner: it reads the seq (header bytes 16..19).
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const std::string config = write_config("shesha-test-api-seq.yaml");
+    const auto now_us = [] {
+        return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+    };
+    const auto first_seq_of_a_new_worker = [&] {
+        shesha::WorkerTransport worker(worker_options(config, ntohs(addr.sin_port), 3));
+        worker.send(1, std::vector<float>(10, 0.5F));
+        std::uint8_t buf[2048];
+        for (;;) {  // the first GRADIENT (a model request may come first)
+            pollfd pfd{fd, POLLIN, 0};
+            REQUIRE(::poll(&pfd, 1, 5000) == 1);
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            REQUIRE(n >= 48);
+            if (buf[3] == 1) break;  // type GRADIENT
+        }
+        return (std::uint32_t{buf[16]} << 24) | (std::uint32_t{buf[17]} << 16) | (std::uint32_t{buf[18]} << 8) | buf[19];
+    };
+    const std::uint32_t before = now_us();
+    const std::uint32_t first = first_seq_of_a_new_worker();
+    const std::uint32_t after = now_us();
+    CHECK(static_cast<std::int32_t>(first - before) >= 0);
+    CHECK(static_cast<std::int32_t>(after - first) >= 0);
+    // The rest of the first worker's update (its other chunks, already sent over loopback).
+    std::uint8_t rest[2048];
+    while (::recv(fd, rest, sizeof rest, MSG_DONTWAIT) > 0) {
+    }
+    // The same worker id started again: its seqs continue ahead of the first one's.
+    const std::uint32_t second = first_seq_of_a_new_worker();
+    CHECK(static_cast<std::int32_t>(second - first) > 0);
+    ::close(fd);
     std::filesystem::remove(config);
 }
