@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Plots for shesha-sim CSVs (matplotlib; run with Debian's /usr/bin/python3).
 
-  plot_sim.py series OUT_DIR/series.csv IMG.png [--label L]   AoM, queue depth, window over time
+  plot_sim.py series OUT_DIR/series.csv IMG.png [--label L]   AoM, queue depth, window (and the
+                                                               learner ports both ways) over time
   plot_sim.py study  summary.csv IMG_DIR                       scaling plots from a sweep (run_study.py)
   plot_sim.py slots  OUT_DIR/slots.csv IMG.png                 a slotted replay (shesha-sim --replay)
   plot_sim.py model  summary.csv IMG_DIR                       the MODEL study (run_study.py --model)
@@ -40,7 +41,9 @@ def plot_series(series_csv, out_png, label=None, max_clusters=8):
         key = (r["metric"], int(r["key"]))
         data[key][0].append(float(r["t_ms"]))
         data[key][1].append(float(r["value"]))
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    # Two-directional runs add the learner ports' traffic each way.
+    two_way = any(metric == "learner_down_gbps" for metric, _ in data)
+    fig, axes = plt.subplots(4 if two_way else 3, 1, figsize=(8, 12 if two_way else 9), sharex=True)
     for (metric, key), (t, v) in sorted(data.items()):
         if metric == "aom_us" and key < max_clusters:
             axes[0].plot(t, v, lw=0.8, label=f"cluster {key}")
@@ -48,12 +51,18 @@ def plot_series(series_csv, out_png, label=None, max_clusters=8):
             axes[1].plot(t, v, lw=0.8, label=HOPS[key])
         elif metric == "window_mean":
             axes[2].plot(t, v, lw=0.8, color="k")
+        elif metric in ("learner_up_gbps", "learner_down_gbps") and key < max_clusters:
+            way = "up (to the learners)" if metric == "learner_up_gbps" else "down (MODEL, CREDIT)"
+            axes[3].plot(t, v, lw=0.8, ls="-" if metric == "learner_up_gbps" else "--", label=f"port {key} {way}")
     axes[0].set_ylabel("AoM (us)")
     axes[0].legend(fontsize=7, ncol=4)
     axes[1].set_ylabel("max queue depth (packets)")
     axes[1].legend(fontsize=7)
     axes[2].set_ylabel("mean sender window (chunks)")
-    axes[2].set_xlabel("simulated time (ms)")
+    if two_way:
+        axes[3].set_ylabel("learner port (Gbit/s)")
+        axes[3].legend(fontsize=7, ncol=2)
+    axes[-1].set_xlabel("simulated time (ms)")
     fig.suptitle(label or series_csv)
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)
