@@ -1292,6 +1292,9 @@ struct Simulator::Impl final : FeedbackSink {
             c.bottleneck_share = bottleneck_total ? static_cast<double>(L.bottleneck_bytes) / static_cast<double>(bottleneck_total) : 0;
             c.learner_version = L.version;
             c.versions_published = L.versions_published;
+            if (two_way)
+                for (std::uint32_t i = 0; i < L.workers; ++i)
+                    c.workers_without_model += workers[L.first_worker + i].receiver->has_model() ? 0 : 1;
             s.contributions_applied += L.contributions;
             s.aom_mean_us += c.aom_mean_us / static_cast<double>(learners.size());
             s.aom_peak_us = std::max(s.aom_peak_us, c.aom_peak_us);
@@ -1392,12 +1395,14 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
 std::string cluster_csv(const std::string& label, const Summary& r) {
     std::string out =
         "label,cluster,workers,aom_mean_us,aom_peak_us,staleness_mean,staleness_max,chunks_applied,"
-        "contributions_applied,bottleneck_bytes,bottleneck_share,learner_version,versions_published\n";
+        "contributions_applied,bottleneck_bytes,bottleneck_share,learner_version,versions_published,"
+        "workers_without_model\n";
     for (std::size_t c = 0; c < r.per_cluster.size(); ++c) {
         const ClusterSummary& x = r.per_cluster[c];
-        out += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f},{},{},{},{},{:.6f},{},{}\n", label, c, x.workers, x.aom_mean_us,
-                           x.aom_peak_us, x.staleness_mean, x.staleness_max, x.chunks_applied, x.contributions_applied,
-                           x.bottleneck_bytes, x.bottleneck_share, x.learner_version, x.versions_published);
+        out += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f},{},{},{},{},{:.6f},{},{},{}\n", label, c, x.workers,
+                           x.aom_mean_us, x.aom_peak_us, x.staleness_mean, x.staleness_max, x.chunks_applied,
+                           x.contributions_applied, x.bottleneck_bytes, x.bottleneck_share, x.learner_version,
+                           x.versions_published, x.workers_without_model);
     }
     return out;
 }

@@ -64,6 +64,7 @@ struct ClusterSummary {
     double bottleneck_share = 0;
     std::uint32_t learner_version = 0;   // versions completed (every chunk covered once)
     std::uint32_t versions_published = 0;  // MODEL versions the learner published (0 without MODEL)
+    std::uint32_t workers_without_model = 0;  // at the end of the run (0 without MODEL)
 };
 
 // The learner-facing ports in both directions (all of them added up) and what the model
