@@ -38,35 +38,46 @@ struct Admission {
     std::uint32_t tolerance = 0;  // version tolerance of its cluster (when mergeable)
 };
 
-// The seqs seen per (cluster, worker, chunk), in a direct-mapped table: a key that lands on a slot
-// another key holds replaces it, so a copy arriving after its slot was taken by another sender's
-// chunk is not recognised (4096 slots of 32 bytes: a rack's workers times their chunks fit).
+// The seqs seen per (cluster, worker, chunk), in a table of 4-way buckets: a key whose bucket is
+// full replaces one of its four keys, which forgets that key's seqs, so a copy arriving after its
+// key was replaced is not recognised here (the learner still refuses it if it travels alone).
+// 4096 slots of 24 bytes: two clusters of ten workers and 19 chunks (380 keys, the lab's largest
+// rack) all fit (tests/test_pipeline.cpp).
 enum class RepeatVerdict : std::uint8_t { New, Copy, Late };
 
 class RecentGradients {
 public:
     static constexpr std::size_t kSlots = 4096;
+    static constexpr std::size_t kWays = 4;
     static constexpr std::uint32_t kRestartGap = 1024;
 
     RecentGradients() : slots_(std::make_unique<Slot[]>(kSlots)) {}
 
     [[gnu::always_inline]] inline RepeatVerdict check(const PacketMeta& meta) noexcept {
-        const std::uint32_t mix = (meta.worker_id * 0x9E3779B1U) ^ (std::uint32_t{meta.cluster_id} << 16) ^ meta.chunk_index;
-        Slot& s = slots_[(mix ^ (mix >> 15)) & (kSlots - 1)];
-        const bool same = !s.seen.empty() && s.worker_id == meta.worker_id && s.cluster_id == meta.cluster_id &&
-                          s.chunk_index == meta.chunk_index;
-        if (same) {
+        Slot* const bucket = &slots_[bucket_of(meta) * kWays];
+        for (std::size_t i = 0; i < kWays; ++i) {
+            Slot& s = bucket[i];
+            if (s.seen.empty() || s.worker_id != meta.worker_id || s.cluster_id != meta.cluster_id ||
+                s.chunk_index != meta.chunk_index)
+                continue;
             switch (s.seen.classify(meta.seq)) {
             case SeqVerdict::Duplicate:
                 return RepeatVerdict::Copy;
             case SeqVerdict::TooOld:
                 if (static_cast<std::uint32_t>(s.seen.highest() - meta.seq) < kRestartGap) return RepeatVerdict::Late;
-                break;  // far behind: the sender restarted
+                s.seen.clear();  // far behind: the sender restarted
+                break;
             case SeqVerdict::New:
-                s.seen.mark(meta.seq);
-                return RepeatVerdict::New;
+                break;
             }
+            s.seen.mark(meta.seq);
+            return RepeatVerdict::New;
         }
+        // A new key: an empty slot of the bucket, else the slots in turn.
+        std::size_t free = 0;
+        while (free < kWays && !bucket[free].seen.empty()) ++free;
+        if (free == kWays) free = victim_++ % kWays;
+        Slot& s = bucket[free];
         s.worker_id = meta.worker_id;
         s.cluster_id = meta.cluster_id;
         s.chunk_index = meta.chunk_index;
@@ -82,7 +93,18 @@ private:
         std::uint16_t cluster_id = 0;
         std::uint16_t chunk_index = 0;
     };
+    static std::size_t bucket_of(const PacketMeta& meta) noexcept {
+        // murmur3's 32-bit finalizer over the key: neighbouring ids and chunks land apart.
+        std::uint32_t h = meta.worker_id * 0x9E3779B1U ^ (std::uint32_t{meta.cluster_id} << 16 | meta.chunk_index);
+        h ^= h >> 16;
+        h *= 0x85EBCA6BU;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35U;
+        h ^= h >> 16;
+        return h & (kSlots / kWays - 1);
+    }
     std::unique_ptr<Slot[]> slots_;
+    unsigned victim_ = 0;
 };
 
 class AdmissionStage {
