@@ -472,6 +472,40 @@ TEST_CASE("a copy of a gradient is dropped, never merged; a reordered one merges
     CHECK(rig.finish());
 }
 
+TEST_CASE("with aggregation.drop_copies false a copy merges like any gradient (replayed captures)", "[pipeline]") {
+    Rig rig(2);
+    core::SwitchConfig cfg = rig.config();
+    cfg.ports[1].shaper.rate_bps = 1'000'000;
+    cfg.ports[1].shaper.burst_bytes = 9100;
+    cfg.drop_copies = false;
+    rig.start(cfg);
+    {
+        const frame::MacAddr learner = mac(0x50);
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        for (int i = 0; i < 8; ++i)
+            rig.inject(0, udp_frame(mac(1), learner, host_ip(1), host_ip(0x50), 9999,
+                                    std::vector<std::uint8_t>(1400 - frame::kUdpPayloadOffset, 0x22)));
+        rig.round(now);
+        for (int copy = 0; copy < 2; ++copy) {
+            rig.inject(0, gradient_frame(1, learner, host_ip(0x50), 7, 2));
+            rig.round(now);
+        }
+        const auto st = rig.view();
+        CHECK(rig.pipeline->egress()[core::SwitchCounter::GradientCopiesDropped] == 0);
+        CHECK(st.ports[1].queue.mergeable_arrivals == 2);
+        CHECK(st.ports[1].queue.merged == 1);
+        for (int i = 0; i < 50; ++i) {
+            now += kHz / 10;
+            rig.round(now);
+            rig.free_all(rig.take(1));
+        }
+    }
+    CHECK(rig.finish());
+}
+
 TEST_CASE("the admission stage's seq table holds a rack's every (cluster, worker, chunk) at once", "[pipeline]") {
     core::RecentGradients recent;
     core::PacketMeta m;

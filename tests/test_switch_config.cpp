@@ -381,6 +381,7 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
          {"aggregation.fair_lag: fair_lag needs fair queues: aggregation.scheduling: drr"}},
         {"chunk_follow not a boolean", kTwoPorts + "aggregation: {scheduling: drr, chunk_follow: 2}\n",
          {"aggregation.chunk_follow:"}},
+        {"drop_copies not a boolean", kTwoPorts + "aggregation: {drop_copies: sometimes}\n", {"aggregation.drop_copies:"}},
         {"chunk_follow without fair queues", kTwoPorts + "aggregation: {chunk_follow: true}\n",
          {"aggregation.chunk_follow: chunk_follow needs fair queues: aggregation.scheduling: drr"}},
         {"cluster weight zero", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, weight: 0, members: [10.0.0.1]}\n",
@@ -454,6 +455,11 @@ TEST_CASE("fair scheduling keys: aggregation.scheduling, clusters[].weight, a po
     const SwitchConfig follow = parse_switch_config(kTwoPorts + "aggregation: {scheduling: drr, chunk_follow: true}\n", "f.yaml");
     CHECK(follow.chunk_follow);
     CHECK(parse_switch_config(to_yaml(follow), "round-trip") == follow);
+    // aggregation.drop_copies: on unless set off; round trip.
+    CHECK(cfg.drop_copies);
+    const SwitchConfig keep = parse_switch_config(kTwoPorts + "aggregation: {drop_copies: false}\n", "keep.yaml");
+    CHECK(!keep.drop_copies);
+    CHECK(parse_switch_config(to_yaml(keep), "round-trip") == keep);
 }
 
 TEST_CASE("load_switch_config: missing file and file errors name the path") {

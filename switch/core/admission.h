@@ -110,7 +110,7 @@ private:
 class AdmissionStage {
 public:
     explicit AdmissionStage(const SwitchConfig& cfg)
-        : policy_(cluster_rules_from(cfg), cfg.non_member), aggregation_(cfg.aggregation) {}
+        : policy_(cluster_rules_from(cfg), cfg.non_member), aggregation_(cfg.aggregation), drop_copies_(cfg.drop_copies) {}
     AdmissionStage(const AdmissionStage&) = delete;  // the cache points at the policy
     AdmissionStage& operator=(const AdmissionStage&) = delete;
 
@@ -119,7 +119,7 @@ public:
         Admission a;
         switch (cache_.check(meta.cluster_id, src_mac, meta.src_ip, a.tolerance)) {
         case MergeVerdict::Merge:
-            if (aggregation_) [[likely]] {
+            if (aggregation_ && drop_copies_) [[likely]] {
                 const RepeatVerdict r = recent_.check(meta);
                 if (r == RepeatVerdict::Copy) [[unlikely]] {
                     counters.add(SwitchCounter::GradientCopiesDropped);
@@ -161,6 +161,7 @@ private:
     ClusterPolicy policy_;
     PolicyVerdictCache cache_{policy_};  // after policy_: it points at it
     bool aggregation_;
+    bool drop_copies_;  // aggregation.drop_copies
     RecentGradients recent_;
 };
 

@@ -365,7 +365,8 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
     }
 
     if (auto x = top.get("aggregation")) {
-        const MapView agg = r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "chunk_follow", "clusters"});
+        const MapView agg =
+            r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "chunk_follow", "drop_copies", "clusters"});
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
         if (auto y = agg.get("scheduling"))
             cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
@@ -389,6 +390,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
             if (cfg.chunk_follow && !any_drr)
                 r.fail(*y, "chunk_follow needs fair queues: aggregation.scheduling: drr (or a port's queue.scheduling: drr)");
         }
+        if (auto y = agg.get("drop_copies")) cfg.drop_copies = r.boolean(*y);
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
         if (auto y = agg.get("clusters")) {
@@ -612,6 +614,7 @@ std::string to_yaml(const SwitchConfig& cfg) {
     out << YAML::Key << "scheduling" << YAML::Value << (cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
     out << YAML::Key << "fair_lag" << YAML::Value << cfg.fair_lag;
     out << YAML::Key << "chunk_follow" << YAML::Value << cfg.chunk_follow;
+    out << YAML::Key << "drop_copies" << YAML::Value << cfg.drop_copies;
     out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq;
     for (const ClusterConfig& c : cfg.clusters) {
         out << YAML::BeginMap;

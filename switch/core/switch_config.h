@@ -124,6 +124,10 @@ struct SwitchConfig {
     // packets of its cluster and chunk waiting behind it (newer versions) leave next within the
     // cluster's class (docs/queue.md, "Chunk following"). Off by default.
     bool chunk_follow = false;
+    // aggregation.drop_copies: a member's GRADIENT whose (cluster, worker, chunk, seq) the switch
+    // has seen is a copy made on the way, dropped before it can merge (admission.h). On by default;
+    // off only for synthetic traffic that replays one capture in a loop (shesha-bench forward).
+    bool drop_copies = true;
     std::vector<ClusterConfig> clusters;
 
     bool feedback = false;               // send FEEDBACK to senders of marked packets

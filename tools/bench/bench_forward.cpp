@@ -681,7 +681,9 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
         out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, vdev_for_lcores(w.vdevs[i], lcores),
                            w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
     }
-    out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n",
+    // The pcap loops, so its gradients repeat their (worker, chunk, seq): copies to a switch that
+    // drops them. The benchmark measures merging, so it keeps them.
+    out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n  drop_copies: false\n",
                        handling == GradientHandling::NoMerge ? "false" : "true");
     if (w.model_members > 0) {
         std::string members;
