@@ -38,10 +38,12 @@ struct Admission {
     std::uint32_t tolerance = 0;  // version tolerance of its cluster (when mergeable)
 };
 
-// The seqs seen per (cluster, worker, chunk), in a table of 4-way buckets: a key whose bucket is
+// The seqs seen per (cluster, worker, chunk) and (source, destination) IPv4 address (a copy has its
+// original's; two hosts misconfigured with one worker id, or one worker's gradients to two
+// learners, are two senders), in a table of 4-way buckets: a key whose bucket is
 // full replaces one of its four keys, which forgets that key's seqs, so a copy arriving after its
 // key was replaced is not recognised here (the learner still refuses it if it travels alone).
-// 4096 slots of 24 bytes: two clusters of ten workers and 19 chunks (380 keys, the lab's largest
+// 4096 slots of 32 bytes: two clusters of ten workers and 19 chunks (380 keys, the lab's largest
 // rack) all fit (tests/test_pipeline.cpp).
 enum class RepeatVerdict : std::uint8_t { New, Copy, Late };
 
@@ -58,7 +60,7 @@ public:
         for (std::size_t i = 0; i < kWays; ++i) {
             Slot& s = bucket[i];
             if (s.seen.empty() || s.worker_id != meta.worker_id || s.cluster_id != meta.cluster_id ||
-                s.chunk_index != meta.chunk_index)
+                s.chunk_index != meta.chunk_index || s.src_ip != meta.src_ip || s.dst_ip != meta.dst_ip)
                 continue;
             switch (s.seen.classify(meta.seq)) {
             case SeqVerdict::Duplicate:
@@ -81,6 +83,8 @@ public:
         s.worker_id = meta.worker_id;
         s.cluster_id = meta.cluster_id;
         s.chunk_index = meta.chunk_index;
+        s.src_ip = meta.src_ip;
+        s.dst_ip = meta.dst_ip;
         s.seen.clear();
         s.seen.mark(meta.seq);
         return RepeatVerdict::New;
@@ -92,10 +96,13 @@ private:
         std::uint32_t worker_id = 0;
         std::uint16_t cluster_id = 0;
         std::uint16_t chunk_index = 0;
+        std::uint32_t src_ip = 0;
+        std::uint32_t dst_ip = 0;
     };
     static std::size_t bucket_of(const PacketMeta& meta) noexcept {
         // murmur3's 32-bit finalizer over the key: neighbouring ids and chunks land apart.
-        std::uint32_t h = meta.worker_id * 0x9E3779B1U ^ (std::uint32_t{meta.cluster_id} << 16 | meta.chunk_index);
+        std::uint32_t h = meta.worker_id * 0x9E3779B1U ^ (std::uint32_t{meta.cluster_id} << 16 | meta.chunk_index) ^
+                          meta.src_ip * 0x27D4EB2FU ^ meta.dst_ip * 0x165667B1U;
         h ^= h >> 16;
         h *= 0x85EBCA6BU;
         h ^= h >> 13;
