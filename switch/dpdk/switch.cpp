@@ -135,23 +135,17 @@ Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> 
       start_ticks_(0) {
     if (ports.size() != cfg_.ports.size())
         throw core::ConfigError(fmt::format("{} ports configured but {} port ids given", cfg_.ports.size(), ports.size()));
-    // Whole receive queues per lcore: the (port, queue) pairs dealt out in turn.
-    std::vector<RxQueue> pairs;
-    for (std::uint16_t q = 0;; ++q) {
-        bool any = false;
-        for (std::size_t i = 0; i < cfg_.ports.size(); ++i)
-            if (q < cfg_.ports[i].rx_queues) {
-                pairs.push_back({static_cast<std::uint16_t>(i), q});
-                any = true;
-            }
-        if (!any) break;
-    }
+    // Whole receive queues per lcore. A port with at least as many queues as lcores hashes on the
+    // destination address (setup_port), so its queue q goes to lcore q % N: queue q of every such
+    // port carries the same learners' traffic, which then meets on one lcore. The queues of the
+    // other ports (whole ports, with one queue each) are dealt out in turn.
     const unsigned n = std::max<std::uint32_t>(cfg_.lcores, 1);
-    if (n > pairs.size())
+    std::uint64_t queues = 0;
+    for (const core::PortConfig& pc : cfg_.ports) queues += pc.rx_queues;
+    if (n > queues)
         throw core::ConfigError(fmt::format("lcores: {} but the ports have {} receive queues (ports[].rx_queues): "
                                             "each forwarding lcore polls whole queues",
-                                            n, pairs.size()));
-
+                                            n, queues));
     for (std::size_t i = 0; i < ports.size(); ++i) {
         auto p = std::make_unique<PortState>();
         p->port_id = ports[i];
@@ -166,7 +160,12 @@ Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> 
         io.tx_queue = static_cast<std::uint16_t>(l);
         lcores_.push_back(std::make_unique<Lcore>(cfg_, hz_, std::move(io)));
     }
-    for (std::size_t k = 0; k < pairs.size(); ++k) lcores_[k % n]->rx_queues.push_back(pairs[k]);
+    unsigned next = 0;
+    for (std::size_t i = 0; i < cfg_.ports.size(); ++i)
+        for (std::uint16_t q = 0; q < cfg_.ports[i].rx_queues; ++q) {
+            const unsigned l = cfg_.ports[i].rx_queues >= n ? q % n : next++ % n;
+            lcores_[l]->rx_queues.push_back({static_cast<std::uint16_t>(i), q});
+        }
 
     for (std::size_t i = 0; i < ports.size(); ++i) {
         rte_ether_addr addr{};

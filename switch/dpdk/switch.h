@@ -5,8 +5,9 @@
 //
 // Threading (see lcore_loops.h; docs/switch.md, "Several lcores"): every forwarding lcore runs to
 // completion. Lcore i (0 .. lcores-1) has a pipeline of its own (FDB, egress queues, FEEDBACK
-// limiter, counters), polls its share of the ports' receive queues (whole queues: the (port,
-// queue) pairs dealt out in turn), and transmits on its own TX queue i of every port. No packet
+// limiter, counters), polls whole receive queues (queue q of a port with at least `lcores`
+// queues: lcore q % lcores; the queues of other ports dealt out in turn), and transmits on its own
+// TX queue i of every port. No packet
 // crosses lcores. What the pipelines must agree on travels as PeerUpdates over one rte_ring per
 // lcore (stations learned, workers that joined a replication group), and a shaped port's token
 // bucket is shared (core::SharedTokenBucket), so the port keeps its rate. Gradients merge only

@@ -1021,3 +1021,65 @@ TEST_CASE("a port with fewer TX queues than lcores is refused, naming lcores and
     rte_ring_free(rx);
     rte_ring_free(tx);
 }
+
+TEST_CASE("two lcores: queue q of every multi-queue port goes to lcore q % 2, single-queue ports go whole", "[dpdk]") {
+    // p0 and p1 have two receive queues (as with RSS on the destination address, a learner's
+    // traffic reaches the same queue number on every port); p2 has one.
+    ensure_eal();
+    std::vector<rte_ring*> rings;
+    std::vector<std::uint16_t> ids;
+    core::SwitchConfig cfg;
+    cfg.lcores = 2;
+    for (int p = 0; p < 3; ++p) {
+        const std::uint16_t rxq = p < 2 ? 2 : 1;
+        std::array<rte_ring*, 2> rx{}, tx{};
+        for (int q = 0; q < 2; ++q) {
+            rx[q] = rte_ring_create(fmt::format("mq{}rx{}", p, q).c_str(), 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            tx[q] = rte_ring_create(fmt::format("mq{}tx{}", p, q).c_str(), 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            REQUIRE(rx[q] != nullptr);
+            REQUIRE(tx[q] != nullptr);
+            rings.push_back(rx[q]);
+            rings.push_back(tx[q]);
+        }
+        const int id = rte_eth_from_rings(fmt::format("net_ring_mq{}", p).c_str(), rx.data(), rxq, tx.data(), 2, 0);
+        REQUIRE(id >= 0);
+        ids.push_back(static_cast<std::uint16_t>(id));
+        rte_eth_conf conf{};
+        REQUIRE(rte_eth_dev_configure(ids.back(), rxq, 2, &conf) == 0);
+        for (std::uint16_t q = 0; q < rxq; ++q) REQUIRE(rte_eth_rx_queue_setup(ids.back(), q, 256, 0, nullptr, g_pool) == 0);
+        for (std::uint16_t q = 0; q < 2; ++q) REQUIRE(rte_eth_tx_queue_setup(ids.back(), q, 256, 0, nullptr) == 0);
+        REQUIRE(rte_eth_dev_start(ids.back()) == 0);
+        core::PortConfig pc;
+        pc.name = fmt::format("p{}", p);
+        pc.device = "net_ring";
+        pc.rx_queues = rxq;
+        cfg.ports.push_back(pc);
+    }
+    {
+        sw::Switch s(cfg, ids, g_pool, kHz);
+        auto queues_of = [&](unsigned l) {
+            std::vector<std::pair<int, int>> out;
+            for (const auto& rq : s.rx_queues_of(l)) out.emplace_back(rq.port, rq.queue);
+            return out;
+        };
+        CHECK(queues_of(0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 0}});
+        CHECK(queues_of(1) == std::vector<std::pair<int, int>>{{0, 1}, {1, 1}});
+
+        // A frame in p1's queue 1 is lcore 1's: lcore 0's round does not see it.
+        REQUIRE(rte_ring_enqueue(rings[2 * 2 + 2], mbuf_from(l2_frame(mac(1), kBroadcast, 1))) == 0);  // p1, rx ring 1
+        CHECK(s.poll_round(0, kHz) == 0);
+        CHECK(s.poll_round(1, kHz) == 1);
+        s.publish(kHz);
+        CHECK(s.lcore_counters(1)[core::SwitchCounter::NonIp] == 1);
+        CHECK(s.lcore_counters(0)[core::SwitchCounter::NonIp] == 0);
+    }
+    for (std::uint16_t id : ids) {
+        rte_eth_dev_stop(id);
+        rte_eth_dev_close(id);
+    }
+    for (rte_ring* r : rings) {
+        void* m;
+        while (rte_ring_dequeue(r, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+        rte_ring_free(r);
+    }
+}

@@ -617,6 +617,7 @@ struct Workload {
     double payload_bytes = 0;     // gradient payload (fp32 elements) per frame
     bool rx_basis = false;        // ratios on received packets (gradients: merging halves tx) or on forwarded
     std::uint32_t model_members = 0;  // > 0: cluster 1 replicates MODEL to this many members (model16/64)
+    std::string forwarding;           // a switch config `forwarding:` section, if any (static FDB entries)
     std::vector<Arm> arms;
     std::vector<std::string> notes;
 };
@@ -695,6 +696,7 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
     } else {
         out += "  clusters: []\n";
     }
+    if (!w.forwarding.empty()) out += w.forwarding;
     // A port no frame of the benchmark uses: the frames are then UDP datagrams like any other.
     if (handling == GradientHandling::PlainUdp) out += "protocol: {udp_port: 9}\n";
     out += fmt::format("stats: {{interval_s: 0, json: \"{}\"}}\ntelemetry: true\n", stats_json.string());
@@ -715,6 +717,28 @@ std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker
         spec.chunk_count = kPcapFrames / 2;
         spec.chunk_index = static_cast<std::uint16_t>(i / 2);
         spec.seq = static_cast<std::uint32_t>(i / 2);
+        spec.elem_count = elems;
+        std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
+        buf.resize(build_gradient_frame(spec, buf));
+        if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
+        frames.push_back(std::move(buf));
+    }
+    return frames;
+}
+
+// One worker's GRADIENTs for chunks 0..kPcapFrames-1 of cluster 1, toward one learner.
+std::vector<std::vector<std::uint8_t>> gradient_stream(std::uint32_t worker, std::uint8_t learner, std::uint16_t elems) {
+    std::vector<std::vector<std::uint8_t>> frames;
+    for (int i = 0; i < kPcapFrames; ++i) {
+        GradientFrameSpec spec;
+        spec.worker_id = worker;
+        spec.ep = bench_endpoints(worker);
+        spec.ep.dst_mac[5] = learner;
+        spec.ep.dst_ip = kLearnerIp + learner;
+        spec.cluster_id = 1;
+        spec.chunk_count = kPcapFrames;
+        spec.chunk_index = static_cast<std::uint16_t>(i);
+        spec.seq = static_cast<std::uint32_t>(i);
         spec.elem_count = elems;
         std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
         buf.resize(build_gradient_frame(spec, buf));
@@ -1267,6 +1291,40 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
                                   : "OVS: the bridge's internal port is set no-flood (shesha and testpmd have no such "
                                     "port); --ovs-flood-local keeps OVS's default");
         }
+        workloads.push_back(std::move(w));
+    }
+
+    {
+        // Two workers of one cluster on two ports, their learner behind a third: with one lcore
+        // the two streams meet in the learner port's queue and merge; with two lcores each port
+        // has its own lcore (p0 and p2 on lcore 0, p1 on lcore 1), and nothing merges. The cost
+        // of whole-port lcores in merges (docs/switch.md, "Several lcores").
+        const fs::path p0 = dir / "split0.pcap", p1 = dir / "split1.pcap", p2 = dir / "split-learner.pcap";
+        const auto f0 = gradient_stream(1, 3, 256), f1 = gradient_stream(2, 3, 256);
+        frame::Endpoints hello = bench_endpoints(0);
+        hello.src_mac = {0x02, 0x00, 0x00, 0x00, 0x02, 0x03};  // the learner says hello once
+        hello.dst_mac = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+        hello.dst_port = 9;
+        std::vector<std::uint8_t> hello_frame(64, 0);
+        if (frame::build_udp_frame(hello, 64 - frame::kUdpPayloadOffset, hello_frame) != 64 || !write_pcap(p0, f0) ||
+            !write_pcap(p1, f1) || !write_pcap(p2, {hello_frame}))
+            throw std::runtime_error("cannot write pcaps in " + dir.string());
+        Workload w;
+        w.id = "grad1k-split";
+        w.title = fmt::format("{} B GRADIENTs of one cluster's two workers on two ports, their learner behind a third",
+                              f0.front().size());
+        w.gradients = true;
+        w.rx_basis = true;
+        w.frame_bytes = static_cast<double>(f0.front().size());
+        w.payload_bytes = 256 * 4.0;
+        w.ports = "net_pcap replay";
+        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
+                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string()),
+                   fmt::format("net_pcap2,rx_pcap={}", p2.string())};
+        w.forwarding = "forwarding:\n  static: [{mac: \"02:00:00:00:02:03\", port: p2}]\n";
+        w.arms = {sw, sw2};
+        w.notes = {"the learner port p2 replays one frame; with 2 lcores, lcore 0 polls p0 and p2, lcore 1 polls p1: "
+                   "gradients merge only within an lcore, so the two workers' chunks leave unmerged"};
         workloads.push_back(std::move(w));
     }
 
