@@ -35,12 +35,12 @@ leftovers() {  # namespaces, veths, DPDK runtime dirs or processes the run left 
       ls -d /var/run/dpdk/shesha-lab-* 2>/dev/null
       pgrep -f -- "$WORK" | grep -v "^$$\$" | sed 's/^/pid /'; } | tr '\n' ' '
 }
-run_lab() {  # run_lab OUT: the faults scenario, quick, Shesha and its twin
-    $PY "$LAB" run "$SRC/configs/lab-faults.yaml" --quick --arms shesha --build-dir "$BUILD" --out "$1"
-}
+# The faults scenario, quick, Shesha and its twin (started directly, not through a function, so
+# that the signal reaches the lab and not a subshell).
+LAB_ARGS=(run "$SRC/configs/lab-faults.yaml" --quick --arms shesha --build-dir "$BUILD")
 
 echo "== 1. Ctrl-C after the switch was restarted, with link impairments running"
-run_lab "$WORK/interrupted" > "$WORK/interrupted.log" 2>&1 &
+$PY "$LAB" "${LAB_ARGS[@]}" --out "$WORK/interrupted" > "$WORK/interrupted.log" 2>&1 &
 lab_pid=$!
 wait_for_line "$WORK/interrupted.log" "s |" "$lab_pid" 180 || fail "no progress line within 180 s: $(tail -5 "$WORK/interrupted.log")"
 wait_for_line "$WORK/interrupted.log" "  1[0-9]s |" "$lab_pid" 60 || fail "no progress past 10 s"
@@ -53,7 +53,7 @@ left=$(leftovers)
 [ -z "$left" ] && pass "nothing left after Ctrl-C" || fail "left after Ctrl-C: $left"
 
 echo "== 2. A whole quick run with faults, right after"
-run_lab "$WORK/report" > "$WORK/run.log" 2>&1; rc=$?
+$PY "$LAB" "${LAB_ARGS[@]}" --out "$WORK/report" > "$WORK/run.log" 2>&1; rc=$?
 [ $rc -eq 0 ] && pass "run exits 0" || { fail "run exit code $rc"; tail -30 "$WORK/run.log"; }
 left=$(leftovers)
 [ -z "$left" ] && pass "nothing left after the run" || fail "left after the run: $left"
