@@ -179,6 +179,12 @@ def test_a_switch_queue_counter_that_goes_down_is_a_restart():
     assert window_counters(records, 0, 3, [], [])["queue_dropped"] == 40 + 25
 
 
+def test_counters_nobody_reported_are_unknown_not_zero():
+    counters = window_counters([{"t": 1.0, "workers": {}, "learners": {}}], 0, 2, ["c1-w0"], [1])
+    assert counters["sent"] is None and counters["applied"] is None and counters["lost"] is None
+    assert recovery([], 1.0, 2.0) == (None, None, "no learner counters (stand-ins)")
+
+
 def test_write_times_are_used_instead_of_sample_times():
     records = [sample(1.0, 100, 0, written=0.5), sample(2.0, 100, 0, written=0.5), sample(3.0, 300, 0, written=2.5)]
     points = counter_points(records, "workers", "c1-w0", "contributions_sent")

@@ -91,7 +91,11 @@ def window_counters(records, t0, t1, worker_hosts, learner_ids):
     """Counter increases over [t0, t1] for the given workers and learners, all impairers and all
     switch queues; lost = sent - applied."""
     def total(section, names, key):
-        return round(sum(increase(counter_points(records, section, name, key), t0, t1) for name in names))
+        """None when no process of the section ever reported the counter (e.g. stand-ins)."""
+        series = [counter_points(records, section, name, key) for name in names]
+        if not any(series):
+            return None
+        return round(sum(increase(points, t0, t1) for points in series if points))
     learners = [str(c) for c in learner_ids]
     out = {"sent": total("workers", worker_hosts, "contributions_sent"),
            "applied": total("learners", learners, "contributions"),
@@ -106,7 +110,7 @@ def window_counters(records, t0, t1, worker_hosts, learner_ids):
         out[f"link_{key}"] = total("impair", impairers, key)
     ports = sorted({name for r in records for name in (r.get("queues") or {})})
     out["queue_dropped"] = total("queues", ports, "dropped")
-    out["lost"] = out["sent"] - out["applied"]
+    out["lost"] = out["sent"] - out["applied"] if None not in (out["sent"], out["applied"]) else None
     return out
 
 
@@ -158,6 +162,8 @@ def recovery(points, t_fault, t_end):
     rate before the fault again, or None; that earlier rate per second, or None; why not, or None).
     points: the learner's contributions counter (counter_points); rates between consecutive samples
     of one segment, counted from t_end (the fault's end) on."""
+    if not points:
+        return None, None, "no learner counters (stand-ins)"
     before = [p for p in points if t_fault - EARLIER_RATE_S <= p[0] <= t_fault]
     if before:
         before = [p for p in before if p[2] == before[-1][2]]

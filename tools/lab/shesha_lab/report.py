@@ -487,8 +487,8 @@ def faults_section(scenario, arms, results):
                  None) for s in scenario["seeds"] if str(s) in results.get(arm["name"], {})]
             with_f, without = [p[1] for p in pairs], [p[2] for p in pairs]
             ratio_of = ratio(median_or_none(with_f), median_or_none(without)) if twin in names else None
-            per_seed = "; ".join(f"{s}: {'never' if f is None else f'{f:.1f}'} / "
-                                 f"{'never' if c is None else f'{c:.1f}'}" for s, f, c in pairs)
+            per_seed = "; ".join(f"{s}: {'never' if f is None else f'{f:.1f}'}" + (
+                f" / {'never' if c is None else f'{c:.1f}'}" if twin in names else "") for s, f, c in pairs)
             lines.append(f"| {arm['name']} | {cid} | {_ttt_cell(with_f)} | "
                          f"{_ttt_cell(without) if twin in names else 'not run'} | {cell(ratio_of, 2, 'x')} | {per_seed} |")
     lines += fault_goals(scenario, results, resolution)
@@ -521,9 +521,9 @@ def faults_section(scenario, arms, results):
                 whys = sorted({c["why"] for c in of_cluster if c.get("why")})
                 recovered_cell = f"{len(recovered)} of {len(of_cluster)}" + (f" ({'; '.join(whys)})" if whys else "")
                 lines.append(f"| {arm['name']} | {event_label(event)} | {cid} | {cell(_median(recovered), 1)} | "
-                             f"{recovered_cell} | {cell(_median([e['counters']['sent'] for e in done]), 0)} | "
-                             f"{cell(_median([e['counters']['applied'] for e in done]), 0)} | "
-                             f"{cell(_median([e['counters']['lost'] for e in done]), 0)} |")
+                             f"{recovered_cell} | {cell(_median([e['counters'].get('sent') for e in done]), 0)} | "
+                             f"{cell(_median([e['counters'].get('applied') for e in done]), 0)} | "
+                             f"{cell(_median([e['counters'].get('lost') for e in done]), 0)} |")
     lines += ["", "Counters over each fault's window (medians over the seeds): the link's drops, copies and "
               "reorderings (shesha-impair), tail drops at the switch's bottleneck queues, the workers' chunks "
               "presumed lost after their credit timeout and their credit timeouts, the learners' rejected and "
