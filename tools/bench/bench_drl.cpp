@@ -31,6 +31,7 @@
 #include "drl_wire.h"
 #include "learner/learner_core.h"
 #include "model/optimizer.h"
+#include "big_endian.h"
 #include "protocol.h"
 #include "clock.h"
 #include "udp.h"
@@ -98,6 +99,7 @@ Table run_learner_bench(const RunOptions& opt) {
             std::unique_ptr<learner::LearnerCore> core;
             std::vector<std::vector<std::uint8_t>> datagrams;
             std::size_t next = 0;
+            std::uint32_t seq = 1;  // every datagram fed is a new update (the learner refuses copies)
         };
         std::uint64_t credit_bytes = 0;
         std::vector<CorePath> cores;
@@ -177,7 +179,8 @@ Table run_learner_bench(const RunOptions& opt) {
                 double elapsed = 0.0;
                 do {
                     for (int i = 0; i < 64; ++i) {
-                        const auto& d = cp.datagrams[cp.next];
+                        auto& d = cp.datagrams[cp.next];
+                        be::store32(d.data() + proto::off::kSeq, cp.seq++);
                         cp.core->on_datagram(d, from, now_real, now_mono);
                         elems += (d.size() - proto::kHeaderSize) / sizeof(float);
                         cp.next = (cp.next + 1) % cp.datagrams.size();
