@@ -103,6 +103,7 @@ for run in first second; do
   [ "$duplicated" -ge 50 ] && [ "$duplicated" -le 150 ] || fail "$run: duplicated $duplicated of ~1800 at 5 %"
   [ "$reordered" -ge 1 ] || fail "$run: nothing reordered"
   [ "$(field "$j" kernel_queue_dropped)" -eq 0 ] || fail "$run: the kernel's queue overflowed"
+  [ "$(field "$j" copies_held)" -eq 0 ] || fail "$run: $(field "$j" copies_held) packet copies still held at exit"
   [ "$(rules_in "$NS_A")" -eq 0 ] || fail "$run: rules left after SIGTERM"
   ok "egress $run: received $received, dropped $dropped, passed $passed, duplicated $duplicated, reordered $reordered; receiver agrees exactly"
 done

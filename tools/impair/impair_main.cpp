@@ -31,6 +31,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "clock.h"
@@ -295,7 +296,8 @@ private:
     std::vector<char> tx_;  // verdicts not sent yet
     std::size_t tx_verdicts_ = 0;
     // Payload copies of held packets that are to be duplicated, by packet id.
-    std::vector<std::pair<std::uint32_t, std::vector<char>>> copies_;
+    // Each one is dropped when its packet gets its verdict (sent first if the packet is duplicated).
+    std::unordered_map<std::uint32_t, std::vector<char>> copies_;
     std::uint64_t duplicate_send_failed_ = 0;
     std::uint64_t verdict_send_failed_ = 0;
     std::uint64_t unknown_hook_ = 0;
@@ -428,7 +430,7 @@ void Impairer::flush_verdicts() {
 // goes out of the device after the original; on ingress it is addressed to this host, so the
 // stack delivers it locally (through lo) as a second arrival of the same datagram.
 void Impairer::send_copy(std::uint32_t id) {
-    auto it = std::find_if(copies_.begin(), copies_.end(), [&](const auto& c) { return c.first == id; });
+    auto it = copies_.find(id);
     if (it == copies_.end()) {
         ++duplicate_send_failed_;
         return;
@@ -453,6 +455,8 @@ void Impairer::apply(const std::vector<Verdict>& verdicts, Direction) {
         if (v.accept && v.duplicate) {
             flush_verdicts();  // the original leaves before its copy
             send_copy(v.id);
+        } else if (!copies_.empty()) {
+            copies_.erase(v.id);
         }
     }
 }
@@ -469,17 +473,10 @@ void Impairer::on_packet(const Packet& p) {
         return;
     }
     if (spec_.duplicate_pct > 0 && p.payload != nullptr) {
-        copies_.emplace_back(p.id, std::vector<char>(p.payload, p.payload + p.payload_len));
+        copies_.insert_or_assign(p.id, std::vector<char>(p.payload, p.payload + p.payload_len));
     }
     verdicts_.clear();
     streams_[d].on_packet(p.id, static_cast<std::int64_t>(clock::monotonic_ns()), verdicts_);
-    // Copies of packets that were not picked for duplication (or were dropped) are not needed.
-    for (const Verdict& v : verdicts_) {
-        if (!v.accept || !v.duplicate) {
-            copies_.erase(std::remove_if(copies_.begin(), copies_.end(), [&](const auto& c) { return c.first == v.id; }),
-                          copies_.end());
-        }
-    }
     apply(verdicts_, d);
 }
 
@@ -613,6 +610,7 @@ std::string Impairer::summary_json(double elapsed_s, bool final) const {
     j["duplicate_send_failed"] = duplicate_send_failed_;
     j["verdict_send_failed"] = verdict_send_failed_;
     j["flushed_at_exit"] = flushed_at_exit_;
+    j["copies_held"] = copies_.size();  // packets held with a copy in memory (0 once all are released)
     j["kernel_queue_dropped"] = kernel_queue_dropped_;
     j["kernel_user_dropped"] = kernel_user_dropped_;
     j["netlink_overruns"] = netlink_overruns_;
