@@ -1,4 +1,5 @@
 #include "json_io.h"
+#include "replace_file.h"
 
 #include <cerrno>
 #include <cmath>
@@ -126,18 +127,8 @@ bool write_text_file(const std::string& path, const std::string& text, std::stri
         std::fflush(stdout);
         return true;
     }
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) {
-        err = "cannot open " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const bool closed = std::fclose(f) == 0;
-    if (!wrote || !closed) {
-        err = "cannot write " + path;
-        return false;
-    }
-    return true;
+    // Metrics files are read while their writer runs and survive its kill -9: never truncated.
+    return replace_file(path, text, err);
 }
 
 std::string snake_key(std::string_view text) {

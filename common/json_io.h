@@ -117,7 +117,8 @@ template <class T> std::optional<T> optional(const Json& obj, std::string_view k
     return required<T>(obj, key, path);
 }
 
-// Writes the text to path ("-" = stdout). Returns false and sets err on failure.
+// Writes the text to path ("-" = stdout) through PATH.tmp and a rename (replace_file.h), so a
+// reader never sees it half written. Returns false and sets err on failure.
 bool write_text_file(const std::string& path, const std::string& text, std::string& err);
 
 // "bad chunk index/count" -> "bad_chunk_index_count": human-readable names as JSON keys.

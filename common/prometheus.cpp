@@ -1,4 +1,5 @@
 #include "prometheus.h"
+#include "replace_file.h"
 
 #include <cctype>
 #include <cerrno>
@@ -130,25 +131,7 @@ bool check_textfile_path(const std::string& path, std::string& error) {
 }
 
 bool write_textfile(const std::string& path, std::string_view text, std::string& error) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) {
-        error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-        return false;
-    }
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const int saved = errno;
-    if (std::fclose(f) != 0 || !ok) {
-        error = fmt::format("cannot write {}: {}", tmp, std::strerror(ok ? errno : saved));
-        std::remove(tmp.c_str());
-        return false;
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        error = fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
-        std::remove(tmp.c_str());
-        return false;
-    }
-    return true;
+    return replace_file(path, text, error);
 }
 
 }  // namespace shesha::prom

@@ -73,7 +73,7 @@ check("the learners share one host and port", sc["learners"] == "shared")
 for section in ("## Goals: full Shesha against FIFO", "## Seed by seed", "## Time to target over seeds", "## At scale: the same shape in shesha-sim"):
     check(f"report has '{section}'", section in report)
 sim_rows = open(os.path.join(R, "sim", "summary.csv")).read().splitlines()[1:] if os.path.exists(os.path.join(R, "sim", "summary.csv")) else []
-check("simulator section: 2 sizes x 2 arms x 3 seeds", len(sim_rows) == 12)
+check("simulator section: 2 sizes x 2 arms x 2 model deliveries x 3 seeds", len(sim_rows) == 24)
 for a in sc["arms"]:
     name = a["name"]
     check(f"{name}: in the headline table", f"| {name} |" in report)
