@@ -597,6 +597,7 @@ enum class GradientHandling {
     Merge,     // the switch as shipped: aggregation on
     NoMerge,   // aggregation off: GRADIENTs are decoded and admitted, and queued as they are
     PlainUdp,  // Shesha's UDP port set to another one: the same frames are plain UDP to the switch
+    MergeDropCopies,  // aggregation on and the admission stage's copy check on (the switch's default)
 };
 
 struct Arm {
@@ -682,10 +683,12 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
         out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, vdev_for_lcores(w.vdevs[i], lcores),
                            w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
     }
-    // The pcap loops, so its gradients repeat their (worker, chunk, seq): copies to a switch that
-    // drops them. The benchmark measures merging, so it keeps them.
-    out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n  drop_copies: false\n",
-                       handling == GradientHandling::NoMerge ? "false" : "true");
+    // The pcaps loop, so most workloads' gradients repeat their (worker, chunk, seq): copies to a
+    // switch that drops them. The benchmark measures merging, so it keeps them, except in the arm
+    // that measures the copy check on grad1k-fresh, whose seqs never repeat within the check's window.
+    out += fmt::format("aggregation:\n  enabled: {}\n  non_member: forward\n  drop_copies: {}\n",
+                       handling == GradientHandling::NoMerge ? "false" : "true",
+                       handling == GradientHandling::MergeDropCopies ? "true" : "false");
     if (w.model_members > 0) {
         std::string members;
         for (std::uint32_t m = 1; m <= w.model_members; ++m) members += fmt::format("{}10.0.4.{}", m > 1 ? ", " : "", m);
@@ -723,6 +726,35 @@ std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker
         if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
         frames.push_back(std::move(buf));
     }
+    return frames;
+}
+
+// Pairs of same-key GRADIENTs from workers w0 and w0+1 toward one learner, for `chunks` chunks
+// and seqs 0..kFreshSeqs-1: every (worker, chunk) key's seq grows by one per pass over its
+// chunks, and the wrap at the end of the file jumps back 1,024 or more, which the switch's copy
+// check takes for a restarted sender. So no frame is ever a copy, however long the pcap loops.
+constexpr std::uint32_t kFreshSeqs = 1025;
+std::vector<std::vector<std::uint8_t>> fresh_gradient_pairs(std::uint32_t first_worker, std::uint8_t learner,
+                                                            std::uint16_t chunks) {
+    std::vector<std::vector<std::uint8_t>> frames;
+    for (std::uint32_t seq = 0; seq < kFreshSeqs; ++seq)
+        for (std::uint16_t c = 0; c < chunks; ++c)
+            for (std::uint32_t w = 0; w < 2; ++w) {
+                GradientFrameSpec spec;
+                spec.worker_id = first_worker + w;
+                spec.ep = bench_endpoints(spec.worker_id);
+                spec.ep.dst_mac[5] = learner;
+                spec.ep.dst_ip = kLearnerIp + learner;
+                spec.cluster_id = 1;
+                spec.chunk_count = chunks;
+                spec.chunk_index = c;
+                spec.seq = seq;
+                spec.model_version = seq;  // a new merge key per pass: only a pair's two frames merge, as in grad1k
+                std::vector<std::uint8_t> buf(256 * 4 + 256);
+                buf.resize(build_gradient_frame(spec, buf));
+                if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
+                frames.push_back(std::move(buf));
+            }
     return frames;
 }
 
@@ -1044,6 +1076,14 @@ Table make_table(const WorkloadResult& res, int rounds, double secs, bool& faile
         }
     }
     if (std::string scaling = scaling_note(res); !scaling.empty()) t.add_note(scaling);
+    for (std::size_t i = 0; i < w.arms.size(); ++i)
+        if (w.arms[i].gradients == GradientHandling::MergeDropCopies) {
+            const auto r = res.ratios(i, "shesha", w.rx_basis);
+            if (r.empty()) continue;
+            const Spread sp = spread(r);
+            t.add_note(fmt::format("copy check on / off ({}, median and range of per-round ratios): {:.3f} ({:.3f}-{:.3f})",
+                                   w.rx_basis ? "received" : "forwarded", sp.median, sp.min, sp.max));
+        }
     for (const auto& n : w.notes) t.add_note(n);
     t.add_note(fmt::format("{} round(s) of {:.1f} s windows, all programs in turn each round, read via /ethdev/stats "
                            "telemetry after a warm-up; rates are medians (summed over both ports), min/max over rounds; "
@@ -1215,6 +1255,8 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
                          GradientHandling::NoMerge};
     const Arm sw_udp{"shesha-udp", "shesha-switch, frames as plain UDP", Program::Shesha, 1,
                      GradientHandling::PlainUdp};
+    const Arm sw_copies{"shesha-copycheck", "shesha-switch, copy check on (drop_copies)", Program::Shesha, 1,
+                        GradientHandling::MergeDropCopies};
 
     std::vector<Workload> workloads;
     {
@@ -1325,6 +1367,31 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         w.arms = {sw, sw2};
         w.notes = {"the learner port p2 replays one frame; with 2 lcores, lcore 0 polls p0 and p2, lcore 1 polls p1: "
                    "gradients merge only within an lcore, so the two workers' chunks leave unmerged"};
+        workloads.push_back(std::move(w));
+    }
+
+    {
+        // grad1k's frames, but no (worker, chunk, seq) ever repeats within the copy check's window:
+        // what the check, on by default, costs per GRADIENT. 2 chunks x 1,025 seqs x 2 workers per
+        // port (4,100 frames: the pcap PMD holds the whole file in the switch's mbufs).
+        const fs::path p0 = dir / "fresh0.pcap", p1 = dir / "fresh1.pcap";
+        const auto f0 = fresh_gradient_pairs(0, 1, 2), f1 = fresh_gradient_pairs(2, 2, 2);
+        if (!write_pcap(p0, f0) || !write_pcap(p1, f1)) throw std::runtime_error("cannot write pcaps in " + dir.string());
+        Workload w;
+        w.id = "grad1k-fresh";
+        w.title = fmt::format("{} B GRADIENTs as grad1k, half mergeable, no seq repeated within the copy check's window",
+                              f0.front().size());
+        w.gradients = true;
+        w.rx_basis = true;
+        w.frame_bytes = static_cast<double>(f0.front().size());
+        w.payload_bytes = 256 * 4.0;
+        w.ports = "net_pcap replay";
+        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
+                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string())};
+        w.arms = {sw, sw_copies};
+        w.notes = {"shesha-switch: drop_copies off (as in every other workload); copy check on: the switch's default, "
+                   "each GRADIENT looked up and recorded in the admission stage's (cluster, worker, chunk, addresses) "
+                   "seq table; x shesha = paired per-round ratio"};
         workloads.push_back(std::move(w));
     }
 

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     shesha::logging::add_log_level_option(app, log_level);
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
     app.add_option("--workloads", fwd.workloads, "forward: run only these workloads (default: all)")
-        ->check(CLI::IsMember({"null64", "pcap64", "grad1k", "grad8k", "grad1k-split", "model16", "model64"}))
+        ->check(CLI::IsMember({"null64", "pcap64", "grad1k", "grad8k", "grad1k-split", "grad1k-fresh", "model16", "model64"}))
         ->delimiter(',');
 
     auto* merge_cmd = app.add_subcommand("merge", "merge kernel throughput vs memcpy and a scalar loop");
