@@ -37,7 +37,7 @@ enum class PortCounter : std::uint8_t {
     RxPackets,
     RxBytes,
     RxMultiSegment,          // forwarded without looking past the Ethernet header
-    // TX: written by the egress owner
+    // TX: written by the lcore that forwards to the port (each lcore has its own table)
     TxPackets,
     TxBytes,
     TxContributions,         // gradient updates carried by the packets sent
@@ -53,7 +53,7 @@ enum class PortCounter : std::uint8_t {
 
 // ---- per switch ----------------------------------------------------------------------------------
 enum class SwitchCounter : std::uint8_t {
-    // RX lcores: classification
+    // classification (each forwarding lcore has its own table)
     NonIp,
     IpOther,
     Shesha,                  // Shesha messages that decoded cleanly
@@ -64,7 +64,7 @@ enum class SwitchCounter : std::uint8_t {
     MalformedLast = MalformedFirst + proto::kDecodeErrorCount - 2,
     RxRounds,
     RxIdleRounds,
-    // egress owner: policy, FEEDBACK, internals
+    // forwarding: policy, FEEDBACK, internals
     MalformedDropped,        // malformed frames dropped per config
     NonMember,               // GRADIENTs from sources outside their cluster's allow-list
     NonMemberDropped,
@@ -76,7 +76,7 @@ enum class SwitchCounter : std::uint8_t {
     FeedbackSuppressed,      // rate limited by FeedbackLimiter
     FeedbackFailed,          // no buffer, or the NIC refused it
     CloneFailed,             // flood copies that could not be allocated
-    // egress owner: MODEL replication (replication.h)
+    // forwarding: MODEL replication (replication.h)
     ModelReplicated,         // MODEL frames to a group, replicated to its members
     ModelCopies,             // copies made and enqueued (one per member with a known port; a copy
                              // tail-dropped at a full queue also counts in queue_drops)

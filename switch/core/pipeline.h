@@ -14,7 +14,7 @@
 //      and, for MODEL frames when configured, replication (replication.h): one copy per member;
 //   6. the TX batch (tx_batch.h): each queue drained through its token bucket to the transmitter.
 // This file composes them. There is one forwarding path, forward_packet(): receive_burst() runs it
-// on a burst it classifies, forward_classified() on frames classified elsewhere (an RX lcore), and
+// on a burst it classifies, forward_classified() on frames classified elsewhere, and
 // forward() on a single frame, as a burst of one.
 //
 // The pipeline does not own packets or talk to devices. It is a template over an `Io` that moves
@@ -39,9 +39,10 @@
 //     std::uint16_t tx_burst(std::uint16_t port, Handle*, std::uint16_t n);  // poll mode only
 //   };
 //
-// Threading: one "forwarding thread" (the egress owner) runs the forward_*() family,
-// transmit_all()/dequeue_one() and housekeeping(); classify() is const and may run on other
-// threads (RX lcores), writing only the RX counters it is given and the ingress port's RX counters.
+// Threading: one "forwarding thread" (in the switch, each forwarding lcore has a Pipeline of its
+// own) runs the forward_*() family, transmit_all()/dequeue_one() and housekeeping(); classify() is
+// const and may run on other threads, writing only the RX counters it is given and the ingress
+// port's RX counters.
 // Counters have one writer each (counters.h).
 //
 // Two ways to drain the queues: poll mode (transmit_all(): bursts to Io::tx_burst, NIC refusals kept
@@ -147,7 +148,7 @@ public:
         finish_forwarding(now);
     }
 
-    // Frames classified elsewhere (an RX lcore's classify()): packet_at(i, meta) returns frame i
+    // Frames classified elsewhere (classify()): packet_at(i, meta) returns frame i
     // and fills its meta (give the lambda __attribute__((always_inline)): it runs per packet).
     // Call finish_forwarding() after the last.
     template <class PacketAt>
