@@ -706,25 +706,35 @@ std::string switch_config(const Workload& w, int lcores, GradientHandling handli
     return out;
 }
 
+// One GRADIENT of cluster 1 from `worker` toward learner `learner` (its MAC's last byte and IP offset).
+std::vector<std::uint8_t> bench_gradient(std::uint32_t worker, std::uint8_t learner, std::uint16_t chunk,
+                                         std::uint16_t chunk_count, std::uint32_t seq, std::uint32_t version,
+                                         std::uint16_t elems) {
+    GradientFrameSpec spec;
+    spec.worker_id = worker;
+    spec.ep = bench_endpoints(worker);
+    spec.ep.dst_mac[5] = learner;
+    spec.ep.dst_ip = kLearnerIp + learner;
+    spec.cluster_id = 1;
+    spec.chunk_count = chunk_count;
+    spec.chunk_index = chunk;
+    spec.seq = seq;
+    spec.model_version = version;
+    spec.elem_count = elems;
+    std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
+    buf.resize(build_gradient_frame(spec, buf));
+    if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
+    return buf;
+}
+
 // Pairs of same-key GRADIENTs from two members of cluster 1 (workers w0 and w0+1), toward one learner.
 std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker, std::uint8_t learner,
                                                       std::uint16_t elems) {
     std::vector<std::vector<std::uint8_t>> frames;
     for (int i = 0; i < kPcapFrames; ++i) {
-        GradientFrameSpec spec;
-        spec.worker_id = first_worker + static_cast<std::uint32_t>(i % 2);
-        spec.ep = bench_endpoints(spec.worker_id);
-        spec.ep.dst_mac[5] = learner;
-        spec.ep.dst_ip = kLearnerIp + learner;
-        spec.cluster_id = 1;
-        spec.chunk_count = kPcapFrames / 2;
-        spec.chunk_index = static_cast<std::uint16_t>(i / 2);
-        spec.seq = static_cast<std::uint32_t>(i / 2);
-        spec.elem_count = elems;
-        std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
-        buf.resize(build_gradient_frame(spec, buf));
-        if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
-        frames.push_back(std::move(buf));
+        const auto pair = static_cast<std::uint16_t>(i / 2);
+        frames.push_back(bench_gradient(first_worker + static_cast<std::uint32_t>(i % 2), learner, pair,
+                                        kPcapFrames / 2, pair, 0, elems));
     }
     return frames;
 }
@@ -733,28 +743,14 @@ std::vector<std::vector<std::uint8_t>> gradient_pairs(std::uint32_t first_worker
 // and seqs 0..kFreshSeqs-1: every (worker, chunk) key's seq grows by one per pass over its
 // chunks, and the wrap at the end of the file jumps back 1,024 or more, which the switch's copy
 // check takes for a restarted sender. So no frame is ever a copy, however long the pcap loops.
+// Each pass is a new model version, so only a pair's two frames merge, as in grad1k.
 constexpr std::uint32_t kFreshSeqs = 1025;
 std::vector<std::vector<std::uint8_t>> fresh_gradient_pairs(std::uint32_t first_worker, std::uint8_t learner,
                                                             std::uint16_t chunks) {
     std::vector<std::vector<std::uint8_t>> frames;
     for (std::uint32_t seq = 0; seq < kFreshSeqs; ++seq)
         for (std::uint16_t c = 0; c < chunks; ++c)
-            for (std::uint32_t w = 0; w < 2; ++w) {
-                GradientFrameSpec spec;
-                spec.worker_id = first_worker + w;
-                spec.ep = bench_endpoints(spec.worker_id);
-                spec.ep.dst_mac[5] = learner;
-                spec.ep.dst_ip = kLearnerIp + learner;
-                spec.cluster_id = 1;
-                spec.chunk_count = chunks;
-                spec.chunk_index = c;
-                spec.seq = seq;
-                spec.model_version = seq;  // a new merge key per pass: only a pair's two frames merge, as in grad1k
-                std::vector<std::uint8_t> buf(256 * 4 + 256);
-                buf.resize(build_gradient_frame(spec, buf));
-                if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
-                frames.push_back(std::move(buf));
-            }
+            for (std::uint32_t w = 0; w < 2; ++w) frames.push_back(bench_gradient(first_worker + w, learner, c, chunks, seq, seq, 256));
     return frames;
 }
 
@@ -762,22 +758,26 @@ std::vector<std::vector<std::uint8_t>> fresh_gradient_pairs(std::uint32_t first_
 std::vector<std::vector<std::uint8_t>> gradient_stream(std::uint32_t worker, std::uint8_t learner, std::uint16_t elems) {
     std::vector<std::vector<std::uint8_t>> frames;
     for (int i = 0; i < kPcapFrames; ++i) {
-        GradientFrameSpec spec;
-        spec.worker_id = worker;
-        spec.ep = bench_endpoints(worker);
-        spec.ep.dst_mac[5] = learner;
-        spec.ep.dst_ip = kLearnerIp + learner;
-        spec.cluster_id = 1;
-        spec.chunk_count = kPcapFrames;
-        spec.chunk_index = static_cast<std::uint16_t>(i);
-        spec.seq = static_cast<std::uint32_t>(i);
-        spec.elem_count = elems;
-        std::vector<std::uint8_t> buf(std::size_t{elems} * 4 + 256);
-        buf.resize(build_gradient_frame(spec, buf));
-        if (buf.empty()) throw std::runtime_error("cannot build a gradient frame");
-        frames.push_back(std::move(buf));
+        const auto chunk = static_cast<std::uint16_t>(i);
+        frames.push_back(bench_gradient(worker, learner, chunk, kPcapFrames, chunk, 0, elems));
     }
     return frames;
+}
+
+// A workload of 1 KB GRADIENTs (256 fp32) replayed in a loop from two pcaps, ratios on received frames.
+Workload gradient_replay_workload(std::string id, std::string title, std::size_t frame_bytes, const fs::path& p0,
+                                  const fs::path& p1) {
+    Workload w;
+    w.id = std::move(id);
+    w.title = std::move(title);
+    w.gradients = true;
+    w.rx_basis = true;
+    w.frame_bytes = static_cast<double>(frame_bytes);
+    w.payload_bytes = 256 * 4.0;
+    w.ports = "net_pcap replay";
+    w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
+               fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string())};
+    return w;
 }
 
 // A Shesha message in one UDP frame (the switch's Shesha port).
@@ -1351,18 +1351,12 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         if (frame::build_udp_frame(hello, 64 - frame::kUdpPayloadOffset, hello_frame) != 64 || !write_pcap(p0, f0) ||
             !write_pcap(p1, f1) || !write_pcap(p2, {hello_frame}))
             throw std::runtime_error("cannot write pcaps in " + dir.string());
-        Workload w;
-        w.id = "grad1k-split";
-        w.title = fmt::format("{} B GRADIENTs of one cluster's two workers on two ports, their learner behind a third",
-                              f0.front().size());
-        w.gradients = true;
-        w.rx_basis = true;
-        w.frame_bytes = static_cast<double>(f0.front().size());
-        w.payload_bytes = 256 * 4.0;
-        w.ports = "net_pcap replay";
-        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
-                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string()),
-                   fmt::format("net_pcap2,rx_pcap={}", p2.string())};
+        Workload w = gradient_replay_workload(
+            "grad1k-split",
+            fmt::format("{} B GRADIENTs of one cluster's two workers on two ports, their learner behind a third",
+                        f0.front().size()),
+            f0.front().size(), p0, p1);
+        w.vdevs.push_back(fmt::format("net_pcap2,rx_pcap={}", p2.string()));
         w.forwarding = "forwarding:\n  static: [{mac: \"02:00:00:00:02:03\", port: p2}]\n";
         w.arms = {sw, sw2};
         w.notes = {"the learner port p2 replays one frame; with 2 lcores, lcore 0 polls p0 and p2, lcore 1 polls p1: "
@@ -1377,17 +1371,11 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         const fs::path p0 = dir / "fresh0.pcap", p1 = dir / "fresh1.pcap";
         const auto f0 = fresh_gradient_pairs(0, 1, 2), f1 = fresh_gradient_pairs(2, 2, 2);
         if (!write_pcap(p0, f0) || !write_pcap(p1, f1)) throw std::runtime_error("cannot write pcaps in " + dir.string());
-        Workload w;
-        w.id = "grad1k-fresh";
-        w.title = fmt::format("{} B GRADIENTs as grad1k, half mergeable, no seq repeated within the copy check's window",
-                              f0.front().size());
-        w.gradients = true;
-        w.rx_basis = true;
-        w.frame_bytes = static_cast<double>(f0.front().size());
-        w.payload_bytes = 256 * 4.0;
-        w.ports = "net_pcap replay";
-        w.vdevs = {fmt::format("net_pcap0,rx_pcap={},infinite_rx=1", p0.string()),
-                   fmt::format("net_pcap1,rx_pcap={},infinite_rx=1", p1.string())};
+        Workload w = gradient_replay_workload(
+            "grad1k-fresh",
+            fmt::format("{} B GRADIENTs as grad1k, half mergeable, no seq repeated within the copy check's window",
+                        f0.front().size()),
+            f0.front().size(), p0, p1);
         w.arms = {sw, sw_copies};
         w.notes = {"shesha-switch: drop_copies off (as in every other workload); copy check on: the switch's default, "
                    "each GRADIENT looked up and recorded in the admission stage's (cluster, worker, chunk, addresses) "
