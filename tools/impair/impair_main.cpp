@@ -713,21 +713,17 @@ int main_impl(int argc, char** argv) {
         std::fprintf(stderr, "%s: %s: %s\n", option.c_str(), value.c_str(), what);
         return kExitUsage;
     };
-    const auto percent = [&](const std::string& value, double& into) {
-        const auto v = parse_percent(value);
-        if (!v) return false;
-        into = *v;
+    // A parsed value, if it parsed, into its field.
+    const auto take = [](const auto& parsed, auto& into) {
+        if (!parsed) return false;
+        into = *parsed;
         return true;
     };
+    const auto percent = [&](const std::string& value, double& into) { return take(parse_percent(value), into); };
     if (!percent(o.loss, spec.loss_pct)) return bad("--loss", o.loss, "expected a percentage in 0..100, e.g. 1%");
     if (!percent(o.duplicate, spec.duplicate_pct)) return bad("--duplicate", o.duplicate, "expected a percentage in 0..100");
     if (!percent(o.reorder, spec.reorder_pct)) return bad("--reorder", o.reorder, "expected a percentage in 0..100");
-    const auto duration = [&](const std::string& value, std::int64_t& into) {
-        const auto v = parse_duration_ns(value);
-        if (!v) return false;
-        into = *v;
-        return true;
-    };
+    const auto duration = [&](const std::string& value, std::int64_t& into) { return take(parse_duration_ns(value), into); };
     if (!duration(o.delay, spec.delay_ns)) return bad("--delay", o.delay, "expected a duration such as 5ms, 500us or 1s (0..60 s)");
     if (!duration(o.jitter, spec.jitter_ns)) return bad("--jitter", o.jitter, "expected a duration such as 2ms (0..60 s)");
     if (!duration(o.reorder_max_hold, spec.reorder_max_hold_ns)) {
