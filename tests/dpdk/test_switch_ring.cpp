@@ -1022,6 +1022,36 @@ TEST_CASE("a port with fewer TX queues than lcores is refused, naming lcores and
     rte_ring_free(tx);
 }
 
+TEST_CASE("rx_queues above 1 on a PMD without RSS is refused, naming rx_queues and the driver", "[dpdk]") {
+    ensure_eal();
+    std::array<rte_ring*, 2> rx{}, tx{};
+    for (int q = 0; q < 2; ++q) {
+        rx[q] = rte_ring_create(fmt::format("norss_rx{}", q).c_str(), 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+        tx[q] = rte_ring_create(fmt::format("norss_tx{}", q).c_str(), 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+        REQUIRE(rx[q] != nullptr);
+        REQUIRE(tx[q] != nullptr);
+    }
+    const int id = rte_eth_from_rings("net_ring_norss", rx.data(), 2, tx.data(), 2, 0);
+    REQUIRE(id >= 0);
+    core::PortConfig port;
+    port.name = "p0";
+    port.device = "net_ring_norss";
+    port.rx_queues = 2;
+    try {
+        sw::setup_port(static_cast<std::uint16_t>(id), port, g_pool, 2, 0);
+        FAIL("setup_port accepted rx_queues: 2 without RSS");
+    } catch (const sw::InitError& e) {
+        const std::string what = e.what();
+        CHECK(what.find("rx_queues: 2 needs RSS on IPv4") != std::string::npos);
+        CHECK(what.find("net_ring") != std::string::npos);
+    }
+    rte_eth_dev_close(static_cast<std::uint16_t>(id));
+    for (int q = 0; q < 2; ++q) {
+        rte_ring_free(rx[q]);
+        rte_ring_free(tx[q]);
+    }
+}
+
 TEST_CASE("two lcores: queue q of every multi-queue port goes to lcore q % 2, single-queue ports go whole", "[dpdk]") {
     // p0 and p1 have two receive queues (as with RSS on the destination address, a learner's
     // traffic reaches the same queue number on every port); p2 has one.
