@@ -6,7 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -48,6 +50,18 @@ bool parse_bool(const std::string& key, const FlatValue& v) {
     fail(key, v, "expected true or false");
 }
 
+// "a, b,c" -> {"a", "b", "c"} (items trimmed; an empty text is no item).
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    if (text.find_first_not_of(' ') == std::string::npos) return out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+        out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
+    }
+    return out;
+}
+
 using Setter = std::function<void(Scenario&, const std::string&, const FlatValue&)>;
 
 template <typename T>
@@ -64,7 +78,7 @@ Setter bool_field(bool Scenario::*field) {
 const std::map<std::string, Setter>& schema() {
     static const std::map<std::string, Setter> table = {
         {"seed", uint_field(&Scenario::seed, 0, UINT64_MAX)},
-        {"duration_ms", double_field(&Scenario::duration_ms, 0.001, 60'000)},
+        {"duration_ms", double_field(&Scenario::duration_ms, 0.001, 3'600'000)},
         {"topology.kind",
          [](Scenario& s, const std::string& k, const FlatValue& v) {
              if (v.text == "tor") s.topology = TopologyKind::Tor;
@@ -88,6 +102,37 @@ const std::map<std::string, Setter>& schema() {
                      parse_uint(k, FlatValue{item.substr(b, e - b + 1), v.where}, 1, 65536)));
              }
          }},
+        {"workload.kind",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             if (v.text == "synthetic") s.workload_kind = WorkloadKind::Synthetic;
+             else if (v.text == "training") s.workload_kind = WorkloadKind::Training;
+             else fail(k, v, "expected synthetic or training");
+         }},
+        {"training.clusters",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             s.training_clusters.clear();
+             for (const std::string& item : split_list(v.text)) {
+                 if (item.empty()) fail(k, v, "expected a comma-separated list of cluster YAML paths, one per cluster");
+                 s.training_clusters.push_back(item);
+             }
+         }},
+        {"training.targets",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             // One target return per cluster; "none" (or empty) for a cluster without one.
+             s.training_targets.clear();
+             for (const std::string& item : split_list(v.text)) {
+                 if (item.empty() || item == "none") {
+                     s.training_targets.push_back(std::numeric_limits<double>::quiet_NaN());
+                     continue;
+                 }
+                 s.training_targets.push_back(parse_double(k, FlatValue{item, v.where}, -1e9, 1e9));
+             }
+         }},
+        {"training.step_us", double_field(&Scenario::step_us, 0, 1e7)},
+        {"training.update_us", double_field(&Scenario::update_us, 0, 1e7)},
+        {"training.stop_at_target", bool_field(&Scenario::stop_at_target)},
+        {"training.learner_tick_us", double_field(&Scenario::learner_tick_us, 1, 1e7)},
+        {"training.learner_max_workers", uint_field(&Scenario::learner_max_workers, 0, 1u << 20)},
         {"workload.compute_us", double_field(&Scenario::compute_us, 0.001, 1e7)},
         {"workload.jitter", double_field(&Scenario::jitter, 0, 1)},
         {"workload.chunks", uint_field(&Scenario::chunks, 1, 4096)},
@@ -201,6 +246,12 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     }
     // Cross-field checks.
     auto bad = [](const std::string& what) { throw ConfigError("scenario: " + what); };
+    if (s.training() && !s.training_clusters.empty()) {
+        const auto n = static_cast<std::uint32_t>(s.training_clusters.size());
+        if (flat.count("workload.clusters") != 0 && s.clusters != n)
+            bad(fmt::format("training.clusters lists {} cluster YAMLs but workload.clusters is {}", n, s.clusters));
+        s.clusters = n;  // one cluster per YAML
+    }
     if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))
@@ -216,6 +267,19 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     std::uint64_t total = 0;
     for (std::uint32_t c = 0; c < s.clusters; ++c) total += s.workers_in(c);
     if (total > (1u << 20)) bad("more than 2^20 workers in total");
+    if (s.training()) {
+        if (s.training_clusters.empty())
+            bad("workload.kind training needs training.clusters (one cluster YAML per cluster, comma-separated)");
+        const auto n = static_cast<std::uint32_t>(s.training_clusters.size());
+        if (!s.training_targets.empty() && s.training_targets.size() != n)
+            bad(fmt::format("training.targets lists {} targets for the {} clusters of training.clusters",
+                            s.training_targets.size(), n));
+        if (s.model_delivery == ModelDelivery::None)
+            bad("workload.kind training needs model.delivery unicast or replicated (the workers compute on the "
+                "models the learner publishes)");
+    } else if (!s.training_clusters.empty() || !s.training_targets.empty()) {
+        bad("training.clusters and training.targets need workload.kind: training");
+    }
     // The switch keeps at most 4096 members per replication group (switch_config: max_members).
     if (s.model_delivery == ModelDelivery::Replicated)
         for (std::uint32_t c = 0; c < s.clusters; ++c)
@@ -230,7 +294,14 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
     if (!in) throw ConfigError(fmt::format("{}: cannot open", path));
     std::stringstream ss;
     ss << in.rdbuf();
-    return load_scenario(ss.str(), path, overrides);
+    Scenario s = load_scenario(ss.str(), path, overrides);
+    // A relative cluster YAML path is taken from the current directory, else from the scenario's.
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    for (std::string& c : s.training_clusters) {
+        const std::filesystem::path p(c);
+        if (p.is_relative() && !std::filesystem::exists(p) && std::filesystem::exists(dir / p)) c = (dir / p).string();
+    }
+    return s;
 }
 
 const char* to_string(ModelDelivery d) noexcept {

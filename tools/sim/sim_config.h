@@ -19,6 +19,12 @@ struct ConfigError : std::runtime_error {
 
 enum class TopologyKind : std::uint8_t { Tor, LeafSpine };
 
+// What the workers compute (docs/simulation.md, "Training workload").
+enum class WorkloadKind : std::uint8_t {
+    Synthetic,  // pattern-filled updates every compute_us (exact sums checked at the learners)
+    Training,   // real A3C: envs, rollouts, libtorch gradients; the real learner core (needs libtorch)
+};
+
 // How the learners' models reach the workers (docs/simulation.md, "MODEL traffic").
 enum class ModelDelivery : std::uint8_t {
     None,        // one direction only: no MODEL; CREDIT and FEEDBACK return over a fixed delay, and a
@@ -97,6 +103,18 @@ struct Scenario {
     // The learner host's send queue toward its switch port (socket buffer + qdisc). The learner sends
     // with MSG_DONTWAIT, so a datagram that finds it full is lost (counted).
     std::uint32_t learner_nic_packets = 4096;
+
+    // training workload (workload.kind: training). Everything about the job (model, A3C, optimizer,
+    // transport constants, learner and worker keys) comes from the cluster YAMLs, one per cluster.
+    WorkloadKind workload_kind = WorkloadKind::Synthetic;
+    std::vector<std::string> training_clusters;  // training.clusters: cluster YAML paths
+    std::vector<double> training_targets;        // training.targets: per cluster; NaN = none
+    double step_us = 8.2;            // training.step_us: virtual time per environment step (act + env)
+    double update_us = 190;          // training.update_us: virtual time per gradient (forward + backward)
+    bool stop_at_target = true;      // training.stop_at_target: end the run once every cluster reached its target
+    double learner_tick_us = 1000;   // training.learner_tick_us: LearnerCore::on_tick cadence (publish, rebroadcast)
+    std::uint32_t learner_max_workers = 0;  // training.learner_max_workers: replaces learner.max_workers (0: the YAML's)
+    bool training() const noexcept { return workload_kind == WorkloadKind::Training; }
 
     // output
     double sample_us = 100;          // time-series and AoM sampling period

@@ -3,6 +3,9 @@
 // or replays a per-slot workload (a shesha-verify counterexample) in the slotted mode and measures
 // fairness, responsiveness and AoM against the file's bounds:
 //   shesha-sim --replay good-fairness.json [--out-dir out/]
+// or trains real A3C clusters in virtual time (workload.kind: training, configs/sim-training.yaml;
+// needs a build with libtorch), and measures this machine's compute costs for them:
+//   shesha-sim --measure-compute configs/cluster-cartpole.yaml
 // Exit codes: 0 ok / no bound violated, 1 a bound violated (replay) or CSVs not written,
 // 2 bad input, 3 a simulator invariant broken.
 #include <CLI/CLI.hpp>
@@ -17,10 +20,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cluster_config.h"
 #include "log_level.h"
 #include "sim_config.h"
 #include "simulator.h"
 #include "slotted.h"
+#include "training_backend.h"
 
 namespace {
 
@@ -139,6 +144,39 @@ int replay(const std::string& path, const std::string& out_dir, bool quiet, cons
     return m.violations.empty() ? 0 : 1;
 }
 
+// The training backend where this build has libtorch, else nullptr (a training scenario is refused).
+const shesha::sim::TrainingBackend* training_backend() {
+#ifdef SHESHA_SIM_TORCH
+    return &shesha::sim::torch_training_backend();
+#else
+    return nullptr;
+#endif
+}
+
+int measure(const std::vector<std::string>& paths, std::uint32_t rollouts) {
+    const shesha::sim::TrainingBackend* backend = training_backend();
+    if (backend == nullptr) {
+        spdlog::error("--measure-compute needs libtorch, and this shesha-sim was built without it (meson setup -Dtorch=enabled)");
+        return 2;
+    }
+    for (const std::string& path : paths) {
+        shesha::drl::ClusterConfig config;
+        try {
+            config = shesha::drl::load_cluster_config(path);
+        } catch (const std::exception& e) {
+            spdlog::error("{}", e.what());
+            return 2;
+        }
+        const shesha::sim::ComputeCost c = shesha::sim::measure_compute(config, *backend, rollouts);
+        std::printf("%s: %s, n_steps %u: %.2f us per environment step (act + step, %llu steps), %.2f us per gradient "
+                    "(%llu rollouts)\n  --set training.step_us=%.1f --set training.update_us=%.1f\n",
+                    path.c_str(), config.model.env_name.c_str(), config.a3c.n_steps, c.step_us,
+                    static_cast<unsigned long long>(c.steps), c.update_us, static_cast<unsigned long long>(c.updates),
+                    c.step_us, c.update_us);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +210,14 @@ int main(int argc, char** argv) {
         ->needs(replay_opt);
     replay_opt->excludes("--config")->excludes("--set")->excludes("--aggregation")->excludes("--window")
         ->excludes("--feedback")->excludes("--append");
+    std::vector<std::string> measure_paths;
+    std::uint32_t measure_rollouts = 2000;
+    auto* measure_opt = app.add_option("--measure-compute", measure_paths,
+                                       "measure this machine's training.step_us and training.update_us for these cluster "
+                                       "YAMLs (needs libtorch) and exit");
+    app.add_option("--rollouts", measure_rollouts, "with --measure-compute: rollouts timed per cluster")
+        ->check(CLI::Range(1u, 10'000'000u))->needs(measure_opt);
+    measure_opt->excludes(replay_opt)->excludes("--config")->excludes("--set");
     shesha::logging::add_log_level_option(app, log_level);
     try {
         app.parse(argc, argv);
@@ -181,6 +227,7 @@ int main(int argc, char** argv) {
     }
     shesha::logging::init("shesha-sim", log_level);
     if (!replay_path.empty()) return replay(replay_path, out_dir, quiet, scheduling);
+    if (!measure_paths.empty()) return measure(measure_paths, measure_rollouts);
 
     if (!aggregation.empty()) overrides.push_back("queue.aggregation=" + aggregation);
     if (!window.empty()) overrides.push_back("transport.window_control=" + window);
@@ -195,7 +242,14 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    shesha::sim::Simulator sim(scenario);
+    std::unique_ptr<shesha::sim::Simulator> sim_ptr;
+    try {
+        sim_ptr = std::make_unique<shesha::sim::Simulator>(scenario, training_backend());
+    } catch (const shesha::sim::ConfigError& e) {
+        spdlog::error("{}", e.what());
+        return 2;
+    }
+    shesha::sim::Simulator& sim = *sim_ptr;
     const shesha::sim::Summary r = sim.run();
 
     if (!quiet) {
@@ -235,6 +289,28 @@ int main(int argc, char** argv) {
             if (r.switch_port_counters.values[i] != 0)
                 counters += fmt::format(", {} {}", shesha::core::kPortCounterNames[i].key, r.switch_port_counters.values[i]);
         std::printf("  switch counters: %s\n", counters.c_str());
+        for (std::size_t c = 0; c < r.training.size(); ++c) {
+            const auto& t = r.training[c];
+            std::printf("  training cluster %zu (%s, %zu parameters in %u chunks): %llu env steps, %llu gradients, learner "
+                        "applied %llu chunks (%llu contributions, %llu refused), version %u; eval best %.1f last %.1f (%u evaluations)",
+                        c, t.env.c_str(), t.parameters, t.chunks, static_cast<unsigned long long>(t.env_steps),
+                        static_cast<unsigned long long>(t.gradients_computed), static_cast<unsigned long long>(t.chunks_applied),
+                        static_cast<unsigned long long>(t.contributions_applied),
+                        static_cast<unsigned long long>(t.contributions_refused), t.version, t.best_eval_mean,
+                        t.last_eval_mean, t.evaluations);
+            if (t.has_target) {
+                if (t.reached)
+                    std::printf("; target %g reached at %.3f s virtual (%llu env steps, version %u)", t.target,
+                                t.seconds_to_target, static_cast<unsigned long long>(t.env_steps_to_target), t.version_at_target);
+                else
+                    std::printf("; target %g not reached", t.target);
+            }
+            std::printf("\n");
+        }
+        if (!r.training.empty())
+            std::printf("  wall: %.2f s, of which %.2f s rollouts, gradients and evaluations (libtorch, envs); %.1f us wall per "
+                        "simulated gradient\n", r.wall_s, r.compute_wall_s,
+                        r.updates ? r.wall_s * 1e6 / static_cast<double>(r.updates) : 0.0);
         for (int h = 0; h < shesha::sim::kHopLevels; ++h) {
             const auto& x = r.hops[h];
             if (x.ports == 0) continue;
@@ -251,14 +327,17 @@ int main(int argc, char** argv) {
         const bool ok = write_file(dir / "summary.csv",
                                    shesha::sim::summary_csv_header() + shesha::sim::summary_csv_row(label, scenario, r), append) &&
                         write_file(dir / "clusters.csv", shesha::sim::cluster_csv(label, r), append) &&
-                        write_file(dir / "series.csv", shesha::sim::series_csv(label, sim.series()), append);
+                        write_file(dir / "series.csv", shesha::sim::series_csv(label, sim.series()), append) &&
+                        (r.training.empty() ||
+                         (write_file(dir / "training.csv", shesha::sim::training_csv(label, r), append) &&
+                          write_file(dir / "curve.csv", shesha::sim::training_curve_csv(label, r), append)));
         if (!ok) {
             spdlog::error("cannot write CSVs under {}", out_dir);
             return 1;
         }
     }
     // Broken conservation or inexact sums would be simulator (or queue) bugs: fail loudly.
-    if (r.contributions_sent != r.contributions_applied + r.contributions_dropped || r.verify_failures != 0 ||
+    if (r.contributions_sent != r.contributions_applied + r.contributions_dropped + r.contributions_refused || r.verify_failures != 0 ||
         r.learner_rejects != 0 || r.model.verify_failures != 0) {
         spdlog::error("invariant violated (conservation, exact sums, or a model adopted that was not the one published)");
         return 3;

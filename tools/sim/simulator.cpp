@@ -3,7 +3,11 @@
 #include "simulator.h"
 #include "big_endian.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
 #include <array>
 #include <chrono>
@@ -26,6 +30,9 @@
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
 #include "transport/credit_sender.h"
+#include "envs/registry.h"
+#include "envs/seeding.h"
+#include "learner/learner_core.h"
 
 namespace shesha::sim {
 
@@ -58,7 +65,10 @@ enum class EventType : std::uint8_t {
     Compute, TxDone, Arrive, Credit, Feedback, Sample,
     ModelRequest,    // a worker without a model asks (again)
     PublishTick,     // a learner's publish interval has passed
-    RebroadcastTick  // a learner's rebroadcast period has passed (index2: the publish it belongs to)
+    RebroadcastTick, // a learner's rebroadcast period has passed (index2: the publish it belongs to)
+    TrainDone,       // training: a worker's rollout and gradient took their virtual time
+    LearnerTick,     // training: LearnerCore::on_tick of a cluster, and its workers' timers
+    Evaluate         // training: a cluster's learner evaluates its model (learner.eval_interval_ms)
 };
 
 struct Event {
@@ -147,6 +157,39 @@ struct Learner {
 };
 
 constexpr std::uint64_t kModelResendMinNs = 20'000'000;  // learner_core.h: per worker, for requests
+
+// Training workload: one cluster's job (its YAML), its real learner core, the model its workers
+// compute with, and its evaluation.
+struct TrainCluster {
+    drl::ClusterConfig cfg;
+    transport::ChunkLayout layout;
+    std::unique_ptr<learner::LearnerCore> core;
+    // The workers' compute model. A worker's model is the parameters of the version it adopted;
+    // this one instance is loaded with them before a rollout (only when the version differs from
+    // what it holds: every worker on (incarnation, version) holds the same parameters).
+    std::unique_ptr<rl::ActorCritic> model;
+    std::uint64_t loaded_key = ~std::uint64_t{0};
+    std::unique_ptr<rl::ActorCritic> eval_model;
+    std::uint64_t eval_seed = 0;
+    std::uint64_t eval_ns = 0;
+    std::uint64_t request_ns = 0;      // worker.model_request_ms
+    TrainingClusterSummary summary;
+};
+
+// Training workload: a worker's actor state (worker/worker_main.cpp's loop variables).
+struct TrainWorker {
+    std::unique_ptr<worker::envs::Environment> env;
+    worker::envs::Rng rng{0};
+    worker::envs::Observation observation;
+    double episode_return = 0;
+    rl::Rollout rollout;
+    std::vector<float> gradient;
+    std::uint32_t env_steps = 0;         // cumulative, carried in every GRADIENT (as shesha-worker does)
+    std::uint32_t base_version = 0;      // the version the gradient in `gradient` was computed on
+    std::uint32_t updates_on_version = 0;
+    bool busy = false;                   // a rollout + gradient is taking its virtual time
+    bool gradient_ok = false;
+};
 
 std::uint64_t to_ns(double x) { return static_cast<std::uint64_t>(std::llround(x)); }
 
@@ -254,6 +297,8 @@ struct SimSwitch {
 
 struct Simulator::Impl final : FeedbackSink {
     Scenario sc;
+    const TrainingBackend* backend;
+    std::vector<drl::ClusterConfig> train_cfgs;  // training: the clusters' YAMLs, loaded
     std::uint64_t duration_ns;
     std::uint64_t compute_ns_mean;
     std::uint64_t sample_ns;
@@ -270,6 +315,15 @@ struct Simulator::Impl final : FeedbackSink {
 
     std::size_t frame_capacity;
     PacketPool pool;
+
+    // Training workload.
+    bool training = false;
+    std::vector<TrainCluster> tclusters;
+    std::vector<TrainWorker> tworkers;
+    // Every cluster reached its target (training.stop_at_target): no new rollouts, ticks, requests
+    // or samples; what is in flight drains (so contributions stay conserved), then the run ends.
+    bool stopped = false;
+    double compute_wall_ns = 0;
 
     // A worker's update is pattern::fill(cluster, chunk, worker), which depends on the worker only
     // through its weight 1 + w % 4: filled once per (cluster, weight) and offered from here.
@@ -294,18 +348,39 @@ struct Simulator::Impl final : FeedbackSink {
     Summary sum;
     std::vector<SeriesRow> series;
 
-    static std::size_t frame_capacity_for(const Scenario& s) {
-        const std::size_t gradient = frame::kUdpPayloadOffset + proto::kHeaderSize + s.chunk_elems * sizeof(float);
+    static std::vector<drl::ClusterConfig> load_training(const Scenario& s, const TrainingBackend* backend) {
+        std::vector<drl::ClusterConfig> out;
+        if (!s.training()) return out;
+        if (backend == nullptr)
+            throw ConfigError("workload.kind: training needs libtorch (real A3C gradients), and this shesha-sim was "
+                              "built without it: install libtorch-dev and reconfigure with meson setup -Dtorch=enabled "
+                              "(workload.kind: synthetic needs no libtorch)");
+        for (std::size_t c = 0; c < s.training_clusters.size(); ++c) {
+            try {
+                out.push_back(drl::load_cluster_config(s.training_clusters[c]));
+            } catch (const std::exception& e) {
+                throw ConfigError(fmt::format("training.clusters[{}]: {}", c, e.what()));
+            }
+        }
+        return out;
+    }
+
+    static std::size_t frame_capacity_for(const Scenario& s, const std::vector<drl::ClusterConfig>& train) {
+        std::uint32_t elems = s.chunk_elems;
+        for (const auto& c : train) elems = std::max(elems, c.transport.chunk_elems);
+        const std::size_t gradient = frame::kUdpPayloadOffset + proto::kHeaderSize + elems * sizeof(float);
         return (std::max(gradient, core::kFeedbackFrameLen) + 63) & ~std::size_t{63};
     }
 
-    explicit Impl(const Scenario& s)
+    explicit Impl(const Scenario& s, const TrainingBackend* b)
         : sc(s),
+          backend(b),
+          train_cfgs(load_training(s, b)),
           duration_ns(to_ns(s.duration_ms * 1e6)),
           compute_ns_mean(std::max<std::uint64_t>(1, to_ns(s.compute_us * 1e3))),
           sample_ns(std::max<std::uint64_t>(1, to_ns(s.sample_us * 1e3))),
           rng_state(s.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull),
-          frame_capacity(frame_capacity_for(s)),
+          frame_capacity(frame_capacity_for(s, train_cfgs)),
           pool(frame_capacity, s.pool_max_packets),
           two_way(s.model_delivery != ModelDelivery::None),
           replicated(s.model_delivery == ModelDelivery::Replicated) {
@@ -319,7 +394,9 @@ struct Simulator::Impl final : FeedbackSink {
                     pattern::fill(g.data() + layout.offset(k), layout.elems_in(k), static_cast<std::uint16_t>(c), k, q);
             }
         scratch_payload.resize(s.chunk_elems);
+        if (s.training()) setup_training();
         build_topology();
+        if (training) start_learner_cores();
     }
 
     // ---- deterministic randomness (splitmix64: same sequence on every platform) ----
@@ -559,7 +636,16 @@ struct Simulator::Impl final : FeedbackSink {
             cfg.worker_id = w;
             cfg.model_elems = layout.model_elems;
             cfg.chunk_elems = sc.chunk_elems;
-            if (sc.window_control) {
+            if (training) {
+                // The cluster YAML's transport section, as shesha-worker builds it; only the FIFO
+                // arm's window_control: false pins the window open, below.
+                const TrainCluster& T = tclusters[cluster_of_worker];
+                cfg = drl::sender_config(T.cfg, cluster_of_worker, w, T.layout.model_elems);
+                if (!sc.window_control) {
+                    cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
+                    cfg.credit_timeout_ns = 0;
+                }
+            } else if (sc.window_control) {
                 cfg.w_init = sc.w_init;
                 cfg.w_min = sc.w_min;
                 cfg.w_max = sc.w_max;
@@ -573,7 +659,9 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.credit_timeout_ns = 0;
             }
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
-            if (two_way) wk.receiver = std::make_unique<drl::ModelReceiver>(layout, cluster_of_worker);
+            if (two_way)
+                wk.receiver = std::make_unique<drl::ModelReceiver>(training ? tclusters[cluster_of_worker].layout : layout,
+                                                                   cluster_of_worker);
             wk.ep.src_mac = worker_mac(w);
             wk.ep.dst_mac = learner_mac(cluster_of_worker);
             wk.ep.src_ip = worker_ip(w);
@@ -788,6 +876,7 @@ struct Simulator::Impl final : FeedbackSink {
             const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(chunk->elements.data()),
                                                      chunk->elements.size_bytes());
             const std::size_t payload = proto::encode(chunk->header, body, buf.subspan(frame::kUdpPayloadOffset));
+            if (training) drl::set_gradient_env_steps(buf.subspan(frame::kUdpPayloadOffset, payload), tworkers[w].env_steps);
             p->len = static_cast<std::uint32_t>(frame::build_udp_frame(wk.ep, payload, buf, false));
             enqueue_at_nic(worker_nic[w], p);
         }
@@ -833,8 +922,8 @@ struct Simulator::Impl final : FeedbackSink {
             ++sum.model.requests_sent;
             enqueue_at_nic(worker_nic[w], p);
         }
-        const std::uint64_t next = now + to_ns(sc.model_request_us * 1e3);
-        if (next < duration_ns) schedule_simple(next, EventType::ModelRequest, w);
+        const std::uint64_t next = now + (training ? tclusters[wk.cluster].request_ns : to_ns(sc.model_request_us * 1e3));
+        if (next < duration_ns && !stopped) schedule_simple(next, EventType::ModelRequest, w);
     }
 
     // The published parameters of the learner's current version: the exact pattern of chunk k with
@@ -1022,6 +1111,17 @@ struct Simulator::Impl final : FeedbackSink {
         delivery_sum_ns += static_cast<double>(delivery);
         sum.model.delivery_max_us = std::max(sum.model.delivery_max_us, static_cast<double>(delivery) / 1e3);
         wk.adopted_published_ns = h.ts_latest_ns;
+        if (training) {
+            // A real model: the worker computes on it from its next rollout (a rollout under way
+            // keeps the version it started with, as shesha-worker's loop does).
+            tworkers[w].updates_on_version = 0;
+            if (!wk.computing) {
+                wk.computing = true;
+                first_model_sum_ns += now;
+            }
+            start_training_compute(w);
+            return;
+        }
         // The learner's parameters of that version, bit for bit (weight 1 + version % 4 per chunk).
         const std::span<const float> params = wk.receiver->parameters();
         const float weight = pattern::weight(wk.receiver->version() - 1);
@@ -1040,6 +1140,10 @@ struct Simulator::Impl final : FeedbackSink {
     }
 
     void deliver(Packet* p) {
+        if (training) {
+            deliver_to_learner_core(p);
+            return;
+        }
         proto::Message m;
         const frame::FrameInfo info = frame::classify({p->frame, p->len}, proto::kDefaultUdpPort);
         if (info.kind != frame::FrameKind::Shesha ||
@@ -1122,12 +1226,322 @@ struct Simulator::Impl final : FeedbackSink {
         pool.free(p);
     }
 
+    // ---- training workload ----
+    // The clusters' jobs: models, layouts and learner settings from their YAMLs (the scenario's
+    // seed replaces the YAML's, as --seed does for shesha-worker and shesha-learner).
+    void setup_training() {
+        training = true;
+        using worker::envs::derive_worker_seed;
+        for (std::uint32_t c = 0; c < sc.clusters; ++c) {
+            TrainCluster T;
+            T.cfg = train_cfgs[c];
+            T.cfg.seed = sc.seed;
+            const std::string& path = sc.training_clusters[c];
+            std::string error;
+            T.model = backend->create_model(T.cfg.model, derive_worker_seed(sc.seed, drl::kInitialWeightsStream), &error);
+            if (!T.model) throw ConfigError(fmt::format("training.clusters[{}]: {}: model: {}", c, path, error));
+            T.eval_model = backend->create_model(T.cfg.model, 0, &error);
+            if (!T.eval_model) throw ConfigError(fmt::format("training.clusters[{}]: {}: model: {}", c, path, error));
+            const auto n = static_cast<std::uint32_t>(T.model->parameter_count());
+            auto l = transport::make_layout(n, T.cfg.transport.chunk_elems, &error);
+            if (!l) throw ConfigError(fmt::format("training.clusters[{}]: {}: transport.chunk_elems: {}", c, path, error));
+            T.layout = *l;
+            if (sc.learner_max_workers != 0) T.cfg.learner.max_workers = sc.learner_max_workers;
+            if (sc.workers_in(c) > T.cfg.learner.max_workers)
+                throw ConfigError(fmt::format("training.clusters[{}]: {}: {} workers, but learner.max_workers is {} (raise "
+                                              "it in the YAML, or set training.learner_max_workers)",
+                                              c, path, sc.workers_in(c), T.cfg.learner.max_workers));
+            // The arm's model delivery: replicated sends to the group the simulated switch fans out.
+            T.cfg.learner.model_delivery = replicated ? drl::ModelDelivery::Replicated : drl::ModelDelivery::Unicast;
+            T.cfg.learner.model_group = replicated ? group_ip(c) : 0;
+            T.eval_seed = derive_worker_seed(sc.seed, drl::kEvaluationStream);
+            T.eval_ns = std::max<std::uint64_t>(1, std::uint64_t{T.cfg.learner.eval_interval_ms} * 1'000'000);
+            T.request_ns = std::max<std::uint64_t>(1, std::uint64_t{T.cfg.worker.model_request_ms} * 1'000'000);
+            TrainingClusterSummary& ts = T.summary;
+            ts.env = T.cfg.model.env_name;
+            ts.source = path;
+            ts.parameters = n;
+            ts.chunks = T.layout.chunk_count;
+            if (c < sc.training_targets.size() && !std::isnan(sc.training_targets[c])) {
+                ts.has_target = true;
+                ts.target = sc.training_targets[c];
+            }
+            tclusters.push_back(std::move(T));
+        }
+    }
+
+    // After build_topology: a LearnerCore per cluster, sending through its host's send queue, and
+    // each worker's environment and RNG (worker_main.cpp: both seeded with the worker's id).
+    void start_learner_cores() {
+        for (std::uint32_t c = 0; c < sc.clusters; ++c) {
+            TrainCluster& T = tclusters[c];
+            std::vector<float> initial(T.model->parameter_count());
+            T.model->get_parameters(initial);
+            const auto cid = static_cast<std::uint16_t>(c);
+            T.core = std::make_unique<learner::LearnerCore>(
+                T.cfg, cid, std::move(initial), 1,
+                [this, cid](const sockaddr_in& to, std::span<const std::uint8_t> message) { return core_send(cid, to, message); });
+        }
+        tworkers.resize(workers.size());
+        for (std::uint32_t w = 0; w < workers.size(); ++w) {
+            TrainWorker& tw = tworkers[w];
+            const TrainCluster& T = tclusters[workers[w].cluster];
+            tw.env = worker::envs::make_environment(T.cfg.model.env_name);
+            tw.rng = worker::envs::Rng(worker::envs::derive_worker_seed(sc.seed, w));
+            tw.observation = tw.env->reset(tw.rng);
+            tw.gradient.assign(T.layout.model_elems, 0.0F);
+        }
+    }
+
+    // LearnerCore's send function: a datagram to a worker (or to the cluster's group) onto the
+    // learner host's send queue. False when that queue is full (MSG_DONTWAIT's EAGAIN).
+    bool core_send(std::uint16_t c, const sockaddr_in& to, std::span<const std::uint8_t> message) {
+        const std::uint32_t ip = ntohl(to.sin_addr.s_addr);
+        core::Mac mac;
+        if (replicated && ip == group_ip(c)) {
+            mac = group_mac(ip);
+        } else {
+            const std::uint32_t w = ip - worker_ip(0);
+            if (w >= workers.size()) return false;
+            mac = worker_mac(w);
+        }
+        if (frame::kUdpPayloadOffset + message.size() > frame_capacity) return false;
+        Packet* p = pool.alloc();
+        if (p == nullptr) {
+            ++sum.pool_exhausted;
+            return false;
+        }
+        std::memcpy(p->frame + frame::kUdpPayloadOffset, message.data(), message.size());
+        p->len = static_cast<std::uint32_t>(
+            frame::build_udp_frame(learner_to(c, mac, ip), message.size(), {p->frame, frame_capacity}, false));
+        const auto type = static_cast<proto::MsgType>(message[proto::off::kType]);
+        if (type == proto::MsgType::Model) {
+            if (be::load32(message.data() + proto::off::kWorkerId) == drl::kEveryWorker) ++sum.model.group_chunks;
+            else ++sum.model.unicast_chunks;
+        }
+        const std::uint64_t drops = sum.model.learner_nic_drops;
+        learner_send(*learners[c], p);
+        return sum.model.learner_nic_drops == drops;
+    }
+
+    // A datagram reaches a cluster's learner: LearnerCore takes it as shesha-learner's receive loop
+    // does. A GRADIENT it does not apply (hardening, duplicates, a rejected layout) is counted as
+    // refused, so sent = applied + dropped in the network + refused.
+    void deliver_to_learner_core(Packet* p) {
+        const frame::FrameInfo info = frame::classify({p->frame, p->len}, proto::kDefaultUdpPort);
+        proto::Message m;
+        if (info.kind != frame::FrameKind::Shesha ||
+            proto::decode({p->frame + info.payload_offset, info.payload_len}, m) != proto::DecodeError::Ok ||
+            m.hdr.cluster_id >= tclusters.size()) {
+            ++sum.learner_rejects;
+            sum.contributions_dropped += proto::inplace::contrib_count(p->frame + frame::kUdpPayloadOffset);
+            pool.free(p);
+            return;
+        }
+        TrainCluster& T = tclusters[m.hdr.cluster_id];
+        Learner& L = *learners[m.hdr.cluster_id];
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        from.sin_addr.s_addr = htonl(info.src_ip);
+        from.sin_port = htons(info.src_port);
+        const std::uint64_t before = T.core->counters().contributions_applied;
+        const std::uint64_t chunks_before = T.core->counters().chunks_applied;
+        T.core->on_datagram({p->frame + info.payload_offset, info.payload_len}, from, now, now);
+        if (m.hdr.type == proto::MsgType::Gradient) {
+            const std::uint64_t applied = T.core->counters().contributions_applied - before;
+            L.contributions += applied;
+            L.chunks += T.core->counters().chunks_applied - chunks_before;
+            if (applied < m.hdr.contrib_count) {
+                const std::uint64_t refused = m.hdr.contrib_count - applied;
+                T.summary.contributions_refused += refused;
+                sum.contributions_refused += refused;
+            }
+        }
+        pool.free(p);
+    }
+
+    // A worker with a model and nothing under way starts a rollout on the version it holds
+    // (worker_main.cpp's loop). Its env steps, actions and gradient are computed now; the gradient
+    // is offered when the virtual compute time has passed: steps * step_us + update_us, times a
+    // seeded jitter in [1 - jitter, 1 + jitter].
+    void start_training_compute(std::uint32_t w) {
+        Worker& wk = workers[w];
+        TrainWorker& tw = tworkers[w];
+        if (tw.busy || stopped || now >= duration_ns || !wk.receiver->has_model()) return;
+        TrainCluster& T = tclusters[wk.cluster];
+        const drl::ClusterConfig& cfg = T.cfg;
+        if (cfg.worker.max_updates_per_version != 0 && tw.updates_on_version >= cfg.worker.max_updates_per_version) {
+            ++T.summary.waits_for_version;  // until a newer version is adopted
+            return;
+        }
+        const auto wall0 = std::chrono::steady_clock::now();
+        const std::uint64_t key = (std::uint64_t{wk.receiver->incarnation()} << 32) | wk.receiver->version();
+        if (T.loaded_key != key) {
+            T.model->set_parameters(wk.receiver->parameters());
+            T.loaded_key = key;
+        }
+        rl::Rollout& rollout = tw.rollout;
+        rollout.clear();
+        bool episode_over = false;
+        while (rollout.steps() < cfg.a3c.n_steps && !episode_over) {
+            const auto obs = tw.observation.view();
+            const rl::PolicyDecision decision = T.model->act(obs, tw.rng, false);
+            const auto result = tw.env->step(decision.env_action);
+            rollout.observations.insert(rollout.observations.end(), obs.begin(), obs.end());
+            rollout.actions.push_back(decision.sampled);
+            rollout.rewards.push_back(static_cast<float>(result.reward));
+            tw.episode_return += result.reward;
+            tw.observation = result.observation;
+            ++tw.env_steps;
+            ++T.summary.env_steps;
+            if (result.terminated || result.truncated) {
+                episode_over = true;
+                rollout.terminated = result.terminated;
+            }
+        }
+        const auto last = tw.observation.view();
+        rollout.bootstrap_observation.assign(last.begin(), last.end());
+        if (episode_over) {
+            ++T.summary.episodes;
+            tw.episode_return = 0;
+            tw.observation = tw.env->reset(tw.rng);
+        }
+        tw.gradient_ok = T.model->compute_gradient(rollout, cfg.a3c.loss, tw.gradient);
+        tw.base_version = wk.receiver->version();
+        compute_wall_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
+        tw.busy = true;
+        const double virtual_ns = static_cast<double>(rollout.steps()) * sc.step_us * 1e3 + sc.update_us * 1e3;
+        const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
+        schedule_simple(now + std::max<std::uint64_t>(1, to_ns(virtual_ns * factor)), EventType::TrainDone, w);
+    }
+
+    // The gradient is ready: offered to the worker's CreditSender (shesha-worker's transport.send),
+    // then the next rollout starts.
+    void on_train_done(std::uint32_t w) {
+        Worker& wk = workers[w];
+        TrainWorker& tw = tworkers[w];
+        TrainCluster& T = tclusters[wk.cluster];
+        tw.busy = false;
+        wk.sender->on_timeout(now);
+        if (tw.gradient_ok) {
+            ++T.summary.gradients_computed;
+            ++tw.updates_on_version;
+            wk.sender->offer_update(tw.base_version, now, tw.gradient);
+            ++wk.updates;
+            try_send(w);
+        } else {
+            ++T.summary.gradients_failed;
+        }
+        start_training_compute(w);
+    }
+
+    // shesha-learner's poll loop: LearnerCore's timers (publish, rebroadcast, expiry) every
+    // training.learner_tick_us; the cluster's workers run their senders' timers on the same tick.
+    void on_learner_tick(std::uint32_t c) {
+        TrainCluster& T = tclusters[c];
+        T.core->on_tick(now, now);
+        const Learner& L = *learners[c];
+        for (std::uint32_t i = 0; i < L.workers; ++i) {
+            const std::uint32_t w = L.first_worker + i;
+            workers[w].sender->on_timeout(now);
+            try_send(w);
+        }
+        const std::uint64_t next = now + std::max<std::uint64_t>(1, to_ns(sc.learner_tick_us * 1e3));
+        if (next < duration_ns && !stopped) schedule_simple(next, EventType::LearnerTick, c);
+    }
+
+    // shesha-learner's evaluation: publish what was applied, evaluate the published parameters with
+    // deterministic actions (learner.eval_episodes from the evaluation seed). It takes no virtual
+    // time (shesha-learner runs it on a thread of its own).
+    void on_evaluate(std::uint32_t c) {
+        TrainCluster& T = tclusters[c];
+        T.core->publish_now(now, now);
+        const auto wall0 = std::chrono::steady_clock::now();
+        T.eval_model->set_parameters(T.core->published());
+        const rl::EvaluationResult eval = backend->evaluate(*T.eval_model, T.cfg.learner.eval_episodes, T.eval_seed);
+        compute_wall_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
+        const learner::LearnerCounters& lc = T.core->counters();
+        TrainingPoint pt;
+        pt.cluster = static_cast<std::uint16_t>(c);
+        pt.t_s = static_cast<double>(now) / 1e9;
+        pt.env_steps = T.core->env_steps();
+        pt.version = T.core->version();
+        pt.eval_mean_return = eval.mean_return;
+        pt.eval_min_return = eval.min_return;
+        pt.chunks_applied = lc.chunks_applied;
+        pt.contributions_applied = lc.contributions_applied;
+        sum.curve.push_back(pt);
+        TrainingClusterSummary& ts = T.summary;
+        ts.best_eval_mean = ts.evaluations == 0 ? eval.mean_return : std::max(ts.best_eval_mean, eval.mean_return);
+        ts.last_eval_mean = eval.mean_return;
+        ++ts.evaluations;
+        if (ts.has_target && !ts.reached && eval.mean_return >= ts.target) {
+            ts.reached = true;
+            ts.seconds_to_target = pt.t_s;
+            ts.env_steps_to_target = pt.env_steps;
+            ts.version_at_target = pt.version;
+        }
+        bool any_target = false, all_reached = true;
+        for (const TrainCluster& x : tclusters) {
+            if (!x.summary.has_target) continue;
+            any_target = true;
+            all_reached = all_reached && x.summary.reached;
+        }
+        if (sc.stop_at_target && any_target && all_reached) stopped = true;
+        if (now + T.eval_ns <= duration_ns && !stopped) schedule_simple(now + T.eval_ns, EventType::Evaluate, c);
+    }
+
+    void summarize_training() {
+        for (std::uint32_t c = 0; c < tclusters.size(); ++c) {
+            TrainCluster& T = tclusters[c];
+            TrainingClusterSummary& ts = T.summary;
+            const learner::LearnerCounters& lc = T.core->counters();
+            ts.chunks_applied = lc.chunks_applied;
+            ts.contributions_applied = lc.contributions_applied;
+            ts.optimizer_steps = lc.optimizer_steps;
+            ts.rejected = lc.rejected_total() + T.core->reassembler_stats().rejected_total();
+            ts.duplicates = lc.duplicates;
+            ts.versions_published = lc.versions_published;
+            ts.version = T.core->version();
+            sum.training.push_back(ts);
+            // The per-cluster network view from the learner core's own AoM and staleness.
+            ClusterSummary& cs = sum.per_cluster[c];
+            T.core->aom().advance(now);
+            cs.aom_mean_us = T.core->aom().mean_ns() / 1e3;
+            cs.aom_peak_us = static_cast<double>(T.core->aom().peak_ns()) / 1e3;
+            cs.staleness_mean = T.core->staleness().mean();
+            cs.staleness_max = T.core->staleness().max;
+            cs.versions_published = static_cast<std::uint32_t>(lc.versions_published);
+            cs.learner_version = T.core->version();
+        }
+        sum.aom_mean_us = 0;
+        sum.aom_peak_us = 0;
+        double stale_sum = 0;
+        std::uint64_t stale_n = 0;
+        sum.staleness_max = 0;
+        for (std::uint32_t c = 0; c < tclusters.size(); ++c) {
+            const ClusterSummary& cs = sum.per_cluster[c];
+            sum.aom_mean_us += cs.aom_mean_us / static_cast<double>(tclusters.size());
+            sum.aom_peak_us = std::max(sum.aom_peak_us, cs.aom_peak_us);
+            sum.staleness_max = std::max(sum.staleness_max, cs.staleness_max);
+            stale_sum += tclusters[c].core->staleness().sum;
+            stale_n += tclusters[c].core->staleness().count;
+        }
+        sum.staleness_mean = stale_n ? stale_sum / static_cast<double>(stale_n) : 0;
+        sum.model.versions_published = 0;
+        for (const auto& ts : sum.training) sum.model.versions_published += ts.versions_published;
+        sum.compute_wall_s = compute_wall_ns / 1e9;
+    }
+
     void on_sample() {
         const double t_ms = static_cast<double>(now) / 1e6;
         const double interval_s = static_cast<double>(sample_ns) / 1e9;
         for (std::uint32_t c = 0; c < learners.size(); ++c) {
             Learner& L = *learners[c];
-            if (L.aom.started())
+            if (training && tclusters[c].core->aom().started())
+                series.push_back({t_ms, "aom_us", c,
+                                  static_cast<double>(now - std::min(now, tclusters[c].core->aom().latest_generation_ns())) / 1e3});
+            else if (L.aom.started())
                 series.push_back({t_ms, "aom_us", c, static_cast<double>(now - std::min(now, L.aom.latest_generation_ns())) / 1e3});
             series.push_back({t_ms, "bottleneck_gbps", c,
                               static_cast<double>(L.bottleneck_bytes - L.bottleneck_bytes_sampled) * 8 / interval_s / 1e9});
@@ -1166,7 +1580,7 @@ struct Simulator::Impl final : FeedbackSink {
                 ++model_age_samples;
             }
         }
-        if (now + sample_ns <= duration_ns) schedule_simple(now + sample_ns, EventType::Sample, 0);
+        if (now + sample_ns <= duration_ns && !stopped) schedule_simple(now + sample_ns, EventType::Sample, 0);
     }
 
     Summary run() {
@@ -1177,8 +1591,16 @@ struct Simulator::Impl final : FeedbackSink {
             const std::uint64_t start = sc.start_together ? 0 : to_ns(uniform01() * static_cast<double>(compute_ns_mean));
             if (start < duration_ns) schedule_simple(start, two_way ? EventType::ModelRequest : EventType::Compute, w);
         }
-        if (two_way)
+        if (training) {
+            // The learner cores tick from t = 0 (version 1 is published at start) and evaluate
+            // every learner.eval_interval_ms.
+            for (std::uint32_t c = 0; c < learners.size(); ++c) {
+                schedule_simple(0, EventType::LearnerTick, c);
+                if (tclusters[c].eval_ns <= duration_ns) schedule_simple(tclusters[c].eval_ns, EventType::Evaluate, c);
+            }
+        } else if (two_way) {
             for (std::uint32_t c = 0; c < learners.size(); ++c) schedule_learner_ticks(static_cast<std::uint16_t>(c));
+        }
         schedule_simple(sample_ns, EventType::Sample, 0);
         while (!events.empty()) {
             const Event e = events.top();
@@ -1201,11 +1623,15 @@ struct Simulator::Impl final : FeedbackSink {
                 case EventType::ModelRequest: on_model_request(e.index); break;
                 case EventType::PublishTick: on_publish_tick(static_cast<std::uint16_t>(e.index)); break;
                 case EventType::RebroadcastTick: on_rebroadcast_tick(static_cast<std::uint16_t>(e.index), e.index2); break;
+                case EventType::TrainDone: on_train_done(e.index); break;
+                case EventType::LearnerTick: on_learner_tick(e.index); break;
+                case EventType::Evaluate: on_evaluate(e.index); break;
             }
         }
         const auto wall1 = std::chrono::steady_clock::now();
         sum.wall_s = std::chrono::duration<double>(wall1 - wall0).count();
         summarize();
+        if (training) summarize_training();
         return sum;
     }
 
@@ -1340,7 +1766,7 @@ struct Simulator::Impl final : FeedbackSink {
     }
 };
 
-Simulator::Simulator(const Scenario& s) : impl_(std::make_unique<Impl>(s)) {}
+Simulator::Simulator(const Scenario& s, const TrainingBackend* backend) : impl_(std::make_unique<Impl>(s, backend)) {}
 Simulator::~Simulator() = default;
 Summary Simulator::run() { return impl_->run(); }
 const std::vector<SeriesRow>& Simulator::series() const noexcept { return impl_->series; }
@@ -1410,6 +1836,35 @@ std::string cluster_csv(const std::string& label, const Summary& r) {
 std::string series_csv(const std::string& label, const std::vector<SeriesRow>& rows) {
     std::string out = "label,t_ms,metric,key,value\n";
     for (const SeriesRow& r : rows) out += fmt::format("{},{:.4f},{},{},{:.4f}\n", label, r.t_ms, r.metric, r.key, r.value);
+    return out;
+}
+
+std::string training_curve_csv(const std::string& label, const Summary& r) {
+    std::string out = "label,cluster,env,t_s,env_steps,version,eval_mean_return,eval_min_return,chunks_applied,contributions_applied\n";
+    for (const TrainingPoint& p : r.curve)
+        out += fmt::format("{},{},{},{:.6f},{},{},{:.3f},{:.3f},{},{}\n", label, p.cluster,
+                           p.cluster < r.training.size() ? r.training[p.cluster].env : std::string(), p.t_s, p.env_steps,
+                           p.version, p.eval_mean_return, p.eval_min_return, p.chunks_applied, p.contributions_applied);
+    return out;
+}
+
+std::string training_csv(const std::string& label, const Summary& r) {
+    std::string out =
+        "label,cluster,env,source,parameters,chunks,target,reached,seconds_to_target,env_steps_to_target,"
+        "version_at_target,best_eval_mean,last_eval_mean,evaluations,env_steps,episodes,gradients_computed,"
+        "gradients_failed,waits_for_version,chunks_applied,contributions_applied,contributions_refused,"
+        "optimizer_steps,rejected,duplicates,versions_published,version,wall_s,compute_wall_s\n";
+    for (std::size_t c = 0; c < r.training.size(); ++c) {
+        const TrainingClusterSummary& t = r.training[c];
+        out += fmt::format("{},{},{},{},{},{},{},{},{:.6f},{},{},{:.3f},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n",
+                           label, c, t.env, t.source, t.parameters, t.chunks,
+                           t.has_target ? fmt::format("{}", t.target) : std::string(), t.reached ? 1 : 0,
+                           t.seconds_to_target, t.env_steps_to_target, t.version_at_target, t.best_eval_mean,
+                           t.last_eval_mean, t.evaluations, t.env_steps, t.episodes, t.gradients_computed,
+                           t.gradients_failed, t.waits_for_version, t.chunks_applied, t.contributions_applied,
+                           t.contributions_refused, t.optimizer_steps, t.rejected, t.duplicates, t.versions_published,
+                           t.version, r.wall_s, r.compute_wall_s);
+    }
     return out;
 }
 

@@ -25,6 +25,7 @@
 
 #include "counters.h"
 #include "sim_config.h"
+#include "training_backend.h"
 
 namespace shesha::sim {
 
@@ -100,6 +101,50 @@ struct ModelTraffic {
     double first_model_mean_us = 0;        // when a worker adopted its first model (start of its compute)
 };
 
+// Training workload: one deterministic evaluation of a cluster's published model, on the virtual
+// clock (shesha-learner's learner.csv row).
+struct TrainingPoint {
+    std::uint16_t cluster = 0;
+    double t_s = 0;                    // virtual seconds
+    std::uint64_t env_steps = 0;       // reported by the workers (LearnerCore::env_steps)
+    std::uint32_t version = 0;
+    double eval_mean_return = 0;
+    double eval_min_return = 0;
+    std::uint64_t chunks_applied = 0;
+    std::uint64_t contributions_applied = 0;
+};
+
+// Training workload, per cluster: the job, its target, and what the learner core and the workers did.
+struct TrainingClusterSummary {
+    std::string env;
+    std::string source;                // the cluster YAML
+    std::size_t parameters = 0;
+    std::uint32_t chunks = 0;
+    double target = 0;
+    bool has_target = false;
+    bool reached = false;
+    double seconds_to_target = 0;      // virtual
+    std::uint64_t env_steps_to_target = 0;
+    std::uint32_t version_at_target = 0;
+    double best_eval_mean = 0;
+    double last_eval_mean = 0;
+    std::uint32_t evaluations = 0;
+    std::uint64_t env_steps = 0;           // stepped by the workers
+    std::uint64_t episodes = 0;
+    std::uint64_t gradients_computed = 0;
+    std::uint64_t gradients_failed = 0;    // compute_gradient refused the rollout
+    std::uint64_t waits_for_version = 0;   // a worker reached worker.max_updates_per_version
+    // LearnerCore's counters
+    std::uint64_t chunks_applied = 0;
+    std::uint64_t contributions_applied = 0;
+    std::uint64_t contributions_refused = 0;  // in GRADIENTs that reached the learner and were not applied
+    std::uint64_t optimizer_steps = 0;
+    std::uint64_t rejected = 0;            // LearnerCounters::rejected_total + the Reassembler's refusals
+    std::uint64_t duplicates = 0;
+    std::uint64_t versions_published = 0;
+    std::uint32_t version = 0;
+};
+
 struct Summary {
     std::string arm;
     std::string model_delivery;               // none, unicast or replicated
@@ -125,6 +170,7 @@ struct Summary {
     std::uint64_t pool_packets = 0;           // high-water mark of the packet pool
     std::uint64_t verify_failures = 0;        // payloads whose sums were not exact (must be 0)
     std::uint64_t learner_rejects = 0;        // Reassembler refusals (must be 0)
+    std::uint64_t contributions_refused = 0;  // training: in GRADIENTs the learner core did not apply (hardening, duplicates)
     ModelTraffic model;
     HopSummary hops[kHopLevels];
     std::vector<ClusterSummary> per_cluster;
@@ -142,6 +188,10 @@ struct Summary {
     std::uint64_t events = 0;
     double wall_s = 0;
     double packets_per_wall_s = 0;
+    // training workload (empty otherwise)
+    std::vector<TrainingClusterSummary> training;
+    std::vector<TrainingPoint> curve;
+    double compute_wall_s = 0;                // of wall_s: rollouts, gradients and evaluations (libtorch, envs)
 };
 
 // Time series sink: one row per (time, metric, key).
@@ -154,7 +204,9 @@ struct SeriesRow {
 
 class Simulator {
 public:
-    explicit Simulator(const Scenario& s);
+    // A training scenario needs `backend` (torch_training_backend()); without it, or with a cluster
+    // YAML that does not load, the constructor throws ConfigError naming the key.
+    explicit Simulator(const Scenario& s, const TrainingBackend* backend = nullptr);
     ~Simulator();
     Simulator(const Simulator&) = delete;
     Simulator& operator=(const Simulator&) = delete;
@@ -173,5 +225,8 @@ std::string summary_csv_header();
 std::string summary_csv_row(const std::string& label, const Scenario& s, const Summary& r);
 std::string cluster_csv(const std::string& label, const Summary& r);
 std::string series_csv(const std::string& label, const std::vector<SeriesRow>& rows);
+// Training workload: the return curve (one row per evaluation) and one row per cluster.
+std::string training_curve_csv(const std::string& label, const Summary& r);
+std::string training_csv(const std::string& label, const Summary& r);
 
 }  // namespace shesha::sim

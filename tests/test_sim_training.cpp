@@ -1,0 +1,183 @@
+// shesha-sim's training workload (docs/simulation.md, "Training workload"): real A3C workers and
+// the real learner core in virtual time. Deterministic for a seed (bit-identical return curve and
+// counters), contributions conserved exactly (sent = applied + dropped + refused, with drops
+// forced), CartPole learns within a few virtual seconds, and bad scenarios are refused naming the key.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "sim_config.h"
+#include "simulator.h"
+#include "training_backend.h"
+
+using namespace shesha::sim;
+
+namespace {
+
+std::string configs_dir() {
+    const char* d = std::getenv("SHESHA_CONFIGS_DIR");
+    return d != nullptr ? d : "configs";
+}
+
+// Two clusters (CartPole-v1, Acrobot-v1 from the shipped cluster YAMLs) of `workers` each behind
+// one shared 10 GbE learner port; `extra` is appended (YAML sections, or more keys at the top).
+Scenario scenario(std::uint64_t seed, double duration_ms, const std::string& workers = "2, 2", const std::string& extra = "") {
+    const std::string dir = configs_dir();
+    return load_scenario(fmt::format("seed: {}\nduration_ms: {}\n"
+                                     "topology: {{kind: tor, shared_bottleneck: true}}\n"
+                                     "workload: {{kind: training, cluster_workers: \"{}\", jitter: 0.1}}\n"
+                                     "training: {{clusters: \"{}/cluster-cartpole.yaml, {}/cluster-acrobot.yaml\", "
+                                     "targets: \"475, none\"}}\n"
+                                     "links: {{host_gbps: 10, learner_gbps: 10}}\n"
+                                     "model: {{delivery: replicated}}\n"
+                                     "output: {{sample_us: 10000}}\n{}",
+                                     seed, duration_ms, workers, dir, dir, extra),
+                         "test");
+}
+
+Summary run(const Scenario& s) {
+    Simulator sim(s, &torch_training_backend());
+    return sim.run();
+}
+
+// Everything a run reports except wall time.
+std::string fingerprint(const Scenario& s, Summary r) {
+    r.wall_s = 0;
+    r.packets_per_wall_s = 0;
+    r.compute_wall_s = 0;
+    std::string out = summary_csv_row("x", s, r) + cluster_csv("x", r) + training_curve_csv("x", r);
+    for (const TrainingClusterSummary& t : r.training)
+        out += fmt::format("{} {} {} {} {} {} {} {} {} {} {}\n", t.env_steps, t.episodes, t.gradients_computed,
+                           t.chunks_applied, t.contributions_applied, t.contributions_refused, t.optimizer_steps,
+                           t.rejected, t.duplicates, t.versions_published, t.version);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("training: the same seed gives a bit-identical return curve and the same counters; another seed differs") {
+    const Scenario s = scenario(7, 3000);
+    const Summary a = run(s);
+    const Summary b = run(s);
+    REQUIRE(a.curve.size() == 6);  // learner.eval_interval_ms 1000 in both YAMLs: 1, 2, 3 s per cluster
+    REQUIRE(a.curve.size() == b.curve.size());
+    for (std::size_t i = 0; i < a.curve.size(); ++i) {
+        CHECK(a.curve[i].t_s == b.curve[i].t_s);
+        CHECK(a.curve[i].env_steps == b.curve[i].env_steps);
+        CHECK(a.curve[i].version == b.curve[i].version);
+        // bit for bit, not within a tolerance
+        CHECK(std::memcmp(&a.curve[i].eval_mean_return, &b.curve[i].eval_mean_return, sizeof(double)) == 0);
+        CHECK(std::memcmp(&a.curve[i].eval_min_return, &b.curve[i].eval_min_return, sizeof(double)) == 0);
+    }
+    CHECK(fingerprint(s, a) == fingerprint(s, b));
+    CHECK(a.events == b.events);
+
+    const Summary c = run(scenario(8, 3000));
+    CHECK(fingerprint(s, a) != fingerprint(s, c));
+}
+
+TEST_CASE("training: the learner applies exactly what the workers sent, minus what was dropped or refused (drops forced)") {
+    // The FIFO arm with windows pinned open into an 8-packet port queue: tail drops at the learner port.
+    const Scenario s = scenario(3, 2000, "4, 4",
+                                "queue: {aggregation: false, capacity_packets: 8, mark_depth_packets: 0}\n"
+                                "transport: {window_control: false, switch_feedback: false}\n");
+    const Summary r = run(s);
+    REQUIRE(r.training.size() == 2);
+    CHECK(r.contributions_dropped > 0);
+    CHECK(r.drops > 0);
+    CHECK(r.contributions_sent == r.contributions_applied + r.contributions_dropped + r.contributions_refused);
+    CHECK(r.learner_rejects == 0);
+    std::uint64_t applied = 0, gradients = 0, chunks = 0;
+    for (std::size_t c = 0; c < r.training.size(); ++c) {
+        const TrainingClusterSummary& t = r.training[c];
+        applied += t.contributions_applied;
+        gradients += t.gradients_computed;
+        chunks += t.chunks_applied;
+        CHECK(t.gradients_failed == 0);
+        CHECK(t.contributions_applied == r.per_cluster[c].contributions_applied);
+        // FIFO arm: nothing merges, so every applied chunk is one contribution.
+        CHECK(t.chunks_applied == t.contributions_applied);
+        CHECK(t.env_steps >= t.gradients_computed);  // at least one step per rollout
+        CHECK(t.env_steps <= 5 * t.gradients_computed + 5 * 4);  // n_steps 5 (+ a rollout under way per worker)
+    }
+    CHECK(applied == r.contributions_applied);
+    CHECK(gradients == r.updates);  // every gradient computed was offered to the worker's CreditSender
+    CHECK(r.merges == 0);
+}
+
+TEST_CASE("training: merging on, every chunk of a merged contribution is accounted for and nothing is dropped") {
+    const Summary r = run(scenario(5, 2000, "4, 4"));
+    CHECK(r.merges > 0);
+    CHECK(r.contributions_dropped == 0);
+    CHECK(r.contributions_sent == r.contributions_applied + r.contributions_refused);
+    for (const TrainingClusterSummary& t : r.training) {
+        CHECK(t.chunks_applied < t.contributions_applied);  // merged chunks carry several contributions
+        CHECK(t.contributions_refused == 0);
+        // Each gradient is 19 (CartPole) or 20 (Acrobot) chunks; what was not applied still waits in a
+        // sender at the end (out of credit), so at most that many, and most of them.
+        CHECK(t.contributions_applied <= t.gradients_computed * t.chunks);
+        CHECK(t.contributions_applied * 10 >= t.gradients_computed * t.chunks * 9);
+    }
+}
+
+TEST_CASE("training: CartPole's evaluation return rises from its start within 8 virtual seconds") {
+    const Scenario s = scenario(1, 8000, "3, 1", "training: {targets: \"150, none\"}\n");
+    const Summary r = run(s);
+    REQUIRE(r.training.size() == 2);
+    const TrainingClusterSummary& cartpole = r.training[0];
+    CHECK(cartpole.env == "CartPole-v1");
+    double first = -1;
+    for (const TrainingPoint& p : r.curve)
+        if (p.cluster == 0) {
+            first = p.eval_mean_return;
+            break;
+        }
+    REQUIRE(first >= 0);
+    CHECK(first < 50);  // an untrained policy falls within a few dozen steps
+    CHECK(cartpole.best_eval_mean >= 150);
+    CHECK(cartpole.reached);
+    CHECK(cartpole.seconds_to_target > 1.0);
+    CHECK(cartpole.seconds_to_target <= 8.0);
+    // Acrobot has no target here, so reaching CartPole's ends the run (stop_at_target).
+    CHECK(r.sim_end_ms < 8000);
+}
+
+TEST_CASE("training scenarios: bad input is refused naming the key") {
+    const std::string dir = configs_dir();
+    const auto message = [](const std::function<void()>& f) {
+        try {
+            f();
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    CHECK_THAT(message([] { load_scenario("workload: {kind: training}\n", "t"); }), Catch::Contains("training.clusters"));
+    CHECK_THAT(message([] { load_scenario("workload: {kind: trained}\n", "t"); }), Catch::Contains("workload.kind"));
+    CHECK_THAT(message([&] {
+                   load_scenario("workload: {kind: training}\ntraining: {clusters: " + dir +
+                                     "/cluster-cartpole.yaml, targets: \"1, 2\"}\n", "t");
+               }),
+               Catch::Contains("training.targets"));
+    CHECK_THAT(message([&] {
+                   load_scenario("workload: {kind: training}\nmodel: {delivery: none}\ntraining: {clusters: " + dir +
+                                     "/cluster-cartpole.yaml}\n", "t");
+               }),
+               Catch::Contains("model.delivery"));
+    CHECK_THAT(message([&] { load_scenario("training: {clusters: " + dir + "/cluster-cartpole.yaml}\n", "t"); }),
+               Catch::Contains("workload.kind"));
+    // Without the libtorch backend (a build without libtorch) a training scenario is refused.
+    CHECK_THAT(message([&] { Simulator sim(scenario(1, 10), nullptr); }), Catch::Contains("workload.kind: training needs libtorch"));
+    CHECK_THAT(message([&] {
+                   Simulator sim(load_scenario("workload: {kind: training}\ntraining: {clusters: /nonexistent/x.yaml}\n", "t"),
+                                 &torch_training_backend());
+               }),
+               Catch::Contains("training.clusters[0]"));
+    // More workers than the YAML's learner.max_workers (256) would register: refused, naming it.
+    CHECK_THAT(message([&] { Simulator sim(scenario(1, 10, "300, 1"), &torch_training_backend()); }),
+               Catch::Contains("learner.max_workers"));
+}
