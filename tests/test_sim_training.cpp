@@ -24,8 +24,9 @@ std::string configs_dir() {
 }
 
 // Two clusters (CartPole-v1, Acrobot-v1 from the shipped cluster YAMLs) of `workers` each behind
-// one shared 10 GbE learner port; `extra` is appended (YAML sections, or more keys at the top).
-Scenario scenario(std::uint64_t seed, double duration_ms, const std::string& workers = "2, 2", const std::string& extra = "") {
+// one shared 10 GbE learner port; `extra` is appended (other YAML sections), `overrides` are --set's.
+Scenario scenario(std::uint64_t seed, double duration_ms, const std::string& workers = "2, 2", const std::string& extra = "",
+                  const std::vector<std::string>& overrides = {}) {
     const std::string dir = configs_dir();
     return load_scenario(fmt::format("seed: {}\nduration_ms: {}\n"
                                      "topology: {{kind: tor, shared_bottleneck: true}}\n"
@@ -36,7 +37,7 @@ Scenario scenario(std::uint64_t seed, double duration_ms, const std::string& wor
                                      "model: {{delivery: replicated}}\n"
                                      "output: {{sample_us: 10000}}\n{}",
                                      seed, duration_ms, workers, dir, dir, extra),
-                         "test");
+                         "test", overrides);
 }
 
 Summary run(const Scenario& s) {
@@ -44,7 +45,7 @@ Summary run(const Scenario& s) {
     return sim.run();
 }
 
-// Everything a run reports except wall time.
+// Everything a run reports except wall time, the returns to the bit.
 std::string fingerprint(const Scenario& s, Summary r) {
     r.wall_s = 0;
     r.packets_per_wall_s = 0;
@@ -54,6 +55,8 @@ std::string fingerprint(const Scenario& s, Summary r) {
         out += fmt::format("{} {} {} {} {} {} {} {} {} {} {}\n", t.env_steps, t.episodes, t.gradients_computed,
                            t.chunks_applied, t.contributions_applied, t.contributions_refused, t.optimizer_steps,
                            t.rejected, t.duplicates, t.versions_published, t.version);
+    for (const TrainingPoint& p : r.curve)  // hexadecimal floats: every bit of every return
+        out += fmt::format("{:a} {:a}\n", p.eval_mean_return, p.eval_min_return);
     return out;
 }
 
@@ -125,7 +128,7 @@ TEST_CASE("training: merging on, every chunk of a merged contribution is account
 }
 
 TEST_CASE("training: CartPole's evaluation return rises from its start within 8 virtual seconds") {
-    const Scenario s = scenario(1, 8000, "3, 1", "training: {targets: \"150, none\"}\n");
+    const Scenario s = scenario(1, 8000, "3, 1", "", {"training.targets=150, none"});
     const Summary r = run(s);
     REQUIRE(r.training.size() == 2);
     const TrainingClusterSummary& cartpole = r.training[0];
@@ -144,6 +147,17 @@ TEST_CASE("training: CartPole's evaluation return rises from its start within 8 
     CHECK(cartpole.seconds_to_target <= 8.0);
     // Acrobot has no target here, so reaching CartPole's ends the run (stop_at_target).
     CHECK(r.sim_end_ms < 8000);
+}
+
+TEST_CASE("training: gradients on helper threads (training.compute_threads) give the same run, bit for bit") {
+    const Scenario inline_ = scenario(11, 1500, "6, 6", "", {"training.eval_interval_ms=250"});
+    const Scenario helpers = scenario(11, 1500, "6, 6", "", {"training.eval_interval_ms=250", "training.compute_threads=2"});
+    const Summary a = run(inline_);
+    const Summary b = run(helpers);
+    REQUIRE(a.curve.size() == 12);
+    CHECK(a.updates > 10'000);
+    CHECK(fingerprint(inline_, a) == fingerprint(inline_, b));
+    CHECK(a.events == b.events);
 }
 
 TEST_CASE("training scenarios: bad input is refused naming the key") {

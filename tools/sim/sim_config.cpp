@@ -132,6 +132,8 @@ const std::map<std::string, Setter>& schema() {
         {"training.update_us", double_field(&Scenario::update_us, 0, 1e7)},
         {"training.stop_at_target", bool_field(&Scenario::stop_at_target)},
         {"training.learner_tick_us", double_field(&Scenario::learner_tick_us, 1, 1e7)},
+        {"training.compute_threads", uint_field(&Scenario::compute_threads, 0, 64)},
+        {"training.eval_interval_ms", double_field(&Scenario::eval_interval_ms, 0, 1e7)},
         {"training.learner_max_workers", uint_field(&Scenario::learner_max_workers, 0, 1u << 20)},
         {"workload.compute_us", double_field(&Scenario::compute_us, 0.001, 1e7)},
         {"workload.jitter", double_field(&Scenario::jitter, 0, 1)},

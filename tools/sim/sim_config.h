@@ -113,6 +113,8 @@ struct Scenario {
     double update_us = 190;          // training.update_us: virtual time per gradient (forward + backward)
     bool stop_at_target = true;      // training.stop_at_target: end the run once every cluster reached its target
     double learner_tick_us = 1000;   // training.learner_tick_us: LearnerCore::on_tick cadence (publish, rebroadcast)
+    std::uint32_t compute_threads = 0;  // training.compute_threads: helper threads for the gradients (0: on the event loop)
+    double eval_interval_ms = 0;     // training.eval_interval_ms: replaces learner.eval_interval_ms (0: the YAML's)
     std::uint32_t learner_max_workers = 0;  // training.learner_max_workers: replaces learner.max_workers (0: the YAML's)
     bool training() const noexcept { return workload_kind == WorkloadKind::Training; }
 

@@ -14,7 +14,10 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <condition_variable>
+#include <mutex>
 #include <queue>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -176,6 +179,99 @@ struct TrainCluster {
     TrainingClusterSummary summary;
 };
 
+// Training workload, training.compute_threads > 0: compute_gradient on helper threads while the
+// event loop goes on. A job is a worker's rollout and a copy of the parameters it rolled out with;
+// each helper has its own model per cluster. The event loop waits for a worker's job when its
+// gradient is due (TrainDone), so every gradient is offered at the same virtual time as when it is
+// computed inline, and it is the same gradient bit for bit: compute_gradient depends only on the
+// parameters, the rollout and the loss (libtorch runs each op on one thread).
+class GradientPool {
+public:
+    GradientPool(std::size_t threads, std::size_t workers, std::vector<std::vector<std::unique_ptr<rl::ActorCritic>>> models)
+        : jobs_(workers), models_(std::move(models)) {
+        for (std::size_t t = 0; t < threads; ++t) threads_.emplace_back([this, t] { run(t); });
+    }
+    ~GradientPool() {
+        {
+            std::lock_guard lock(mutex_);
+            quit_ = true;
+        }
+        work_.notify_all();
+        for (auto& t : threads_) t.join();
+    }
+    GradientPool(const GradientPool&) = delete;
+    GradientPool& operator=(const GradientPool&) = delete;
+
+    // The rollout and the output span stay untouched by the caller until wait(w).
+    void submit(std::uint32_t w, std::uint16_t cluster, std::uint64_t key, std::span<const float> parameters,
+                const rl::Rollout& rollout, const rl::LossConfig& loss, std::span<float> out) {
+        {
+            std::lock_guard lock(mutex_);
+            Job& j = jobs_[w];
+            j.cluster = cluster;
+            j.key = key;
+            j.parameters.assign(parameters.begin(), parameters.end());
+            j.rollout = &rollout;
+            j.loss = &loss;
+            j.out = out;
+            j.done = false;
+            queue_.push_back(w);
+        }
+        work_.notify_one();
+    }
+    bool wait(std::uint32_t w) {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return jobs_[w].done; });
+        return jobs_[w].ok;
+    }
+
+private:
+    struct Job {
+        std::uint16_t cluster = 0;
+        std::uint64_t key = 0;
+        std::vector<float> parameters;
+        const rl::Rollout* rollout = nullptr;
+        const rl::LossConfig* loss = nullptr;
+        std::span<float> out;
+        bool ok = false;
+        bool done = true;
+    };
+    void run(std::size_t t) {
+        std::vector<std::uint64_t> loaded(models_[t].size(), ~std::uint64_t{0});
+        for (;;) {
+            std::uint32_t w;
+            {
+                std::unique_lock lock(mutex_);
+                work_.wait(lock, [&] { return quit_ || !queue_.empty(); });
+                if (quit_ && queue_.empty()) return;
+                w = queue_.front();
+                queue_.pop_front();
+            }
+            Job& j = jobs_[w];  // only this thread touches it until done is set
+            rl::ActorCritic& m = *models_[t][j.cluster];
+            if (loaded[j.cluster] != j.key) {
+                m.set_parameters(j.parameters);
+                loaded[j.cluster] = j.key;
+            }
+            const bool ok = m.compute_gradient(*j.rollout, *j.loss, j.out);
+            {
+                std::lock_guard lock(mutex_);
+                j.ok = ok;
+                j.done = true;
+            }
+            done_.notify_all();
+        }
+    }
+
+    std::vector<Job> jobs_;
+    std::vector<std::vector<std::unique_ptr<rl::ActorCritic>>> models_;  // [thread][cluster]
+    std::deque<std::uint32_t> queue_;
+    std::mutex mutex_;
+    std::condition_variable work_, done_;
+    bool quit_ = false;
+    std::vector<std::thread> threads_;
+};
+
 // Training workload: a worker's actor state (worker/worker_main.cpp's loop variables).
 struct TrainWorker {
     std::unique_ptr<worker::envs::Environment> env;
@@ -324,6 +420,7 @@ struct Simulator::Impl final : FeedbackSink {
     // or samples; what is in flight drains (so contributions stay conserved), then the run ends.
     bool stopped = false;
     double compute_wall_ns = 0;
+    std::unique_ptr<GradientPool> gradient_pool;  // training.compute_threads > 0
 
     // A worker's update is pattern::fill(cluster, chunk, worker), which depends on the worker only
     // through its weight 1 + w % 4: filled once per (cluster, weight) and offered from here.
@@ -1255,7 +1352,9 @@ struct Simulator::Impl final : FeedbackSink {
             T.cfg.learner.model_delivery = replicated ? drl::ModelDelivery::Replicated : drl::ModelDelivery::Unicast;
             T.cfg.learner.model_group = replicated ? group_ip(c) : 0;
             T.eval_seed = derive_worker_seed(sc.seed, drl::kEvaluationStream);
-            T.eval_ns = std::max<std::uint64_t>(1, std::uint64_t{T.cfg.learner.eval_interval_ms} * 1'000'000);
+            // Evaluation takes no virtual time, so a finer cadence than the YAML's costs only wall time.
+            T.eval_ns = std::max<std::uint64_t>(1, sc.eval_interval_ms > 0 ? to_ns(sc.eval_interval_ms * 1e6)
+                                                                           : std::uint64_t{T.cfg.learner.eval_interval_ms} * 1'000'000);
             T.request_ns = std::max<std::uint64_t>(1, std::uint64_t{T.cfg.worker.model_request_ms} * 1'000'000);
             TrainingClusterSummary& ts = T.summary;
             ts.env = T.cfg.model.env_name;
@@ -1290,6 +1389,12 @@ struct Simulator::Impl final : FeedbackSink {
             tw.rng = worker::envs::Rng(worker::envs::derive_worker_seed(sc.seed, w));
             tw.observation = tw.env->reset(tw.rng);
             tw.gradient.assign(T.layout.model_elems, 0.0F);
+        }
+        if (sc.compute_threads > 0) {
+            std::vector<std::vector<std::unique_ptr<rl::ActorCritic>>> models(sc.compute_threads);
+            for (auto& per_thread : models)
+                for (const TrainCluster& T : tclusters) per_thread.push_back(backend->create_model(T.cfg.model, 0, nullptr));
+            gradient_pool = std::make_unique<GradientPool>(sc.compute_threads, workers.size(), std::move(models));
         }
     }
 
@@ -1406,7 +1511,10 @@ struct Simulator::Impl final : FeedbackSink {
             tw.episode_return = 0;
             tw.observation = tw.env->reset(tw.rng);
         }
-        tw.gradient_ok = T.model->compute_gradient(rollout, cfg.a3c.loss, tw.gradient);
+        if (gradient_pool)
+            gradient_pool->submit(w, wk.cluster, key, wk.receiver->parameters(), rollout, cfg.a3c.loss, tw.gradient);
+        else
+            tw.gradient_ok = T.model->compute_gradient(rollout, cfg.a3c.loss, tw.gradient);
         tw.base_version = wk.receiver->version();
         compute_wall_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
         tw.busy = true;
@@ -1422,6 +1530,7 @@ struct Simulator::Impl final : FeedbackSink {
         TrainWorker& tw = tworkers[w];
         TrainCluster& T = tclusters[wk.cluster];
         tw.busy = false;
+        if (gradient_pool) tw.gradient_ok = gradient_pool->wait(w);
         wk.sender->on_timeout(now);
         if (tw.gradient_ok) {
             ++T.summary.gradients_computed;
@@ -1749,7 +1858,8 @@ struct Simulator::Impl final : FeedbackSink {
         s.jain_contended = cd > 0 ? cn * cn / (static_cast<double>(contended.size()) * cd) : 0;
 
         ModelTraffic& m = s.model;
-        const double port_ns = static_cast<double>(duration_ns) * learner_port_count;
+        // A training run that stopped at its targets ended before duration_ms.
+        const double port_ns = static_cast<double>(stopped ? std::min(now, duration_ns) : duration_ns) * learner_port_count;
         m.up_utilisation = port_ns > 0 ? static_cast<double>(up_busy_ns) / port_ns : 0;
         m.down_utilisation = port_ns > 0 ? static_cast<double>(down_busy_ns) / port_ns : 0;
         if (two_way) {
