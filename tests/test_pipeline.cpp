@@ -258,19 +258,22 @@ TEST_CASE("L2 learning, unicast forwarding and flooding", "[pipeline]") {
 }
 
 TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and counted", "[pipeline]") {
-    const bool shaped = GENERATE(false, true);
-    INFO("shaped " << shaped);
+    // unshaped: everything bypasses, the GRADIENT too (one class, no version tolerance);
+    // shaped: nothing does; tolerant: the GRADIENT's cluster has a version tolerance, so it takes a
+    // queue slot (the TX batch merges exact versions only) and what follows it queues behind it.
+    enum Mode { Unshaped, Shaped, Tolerant };
+    const Mode mode = GENERATE(Unshaped, Shaped, Tolerant);
+    INFO("mode " << mode);
     Rig rig(2);
     core::SwitchConfig cfg = rig.config();
-    if (shaped) {
+    if (mode == Shaped) {
         cfg.ports[1].shaper.rate_bps = 100'000'000'000;  // never the limit here, but a shaper
         cfg.ports[1].shaper.burst_bytes = 1'000'000;
     }
+    if (mode == Tolerant) cfg.clusters[0].version_tolerance = 2;
     rig.start(cfg);
     const frame::MacAddr learner = mac(0x50);
     const std::uint32_t learner_ip = host_ip(0x50);
-    // Only the one-lcore RX loop bypasses, and only towards an unshaped port.
-    const bool bypasses = !shaped;
     {
         std::uint64_t now = kHz;
         rig.inject(1, l2_frame(learner, kBroadcast, 0));  // the learner announces itself on p1
@@ -281,8 +284,7 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
         for (int i = 0; i < 40; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(i + 1)));
         rig.round(++now);
         rig.round(++now);
-        // Then 3 plain frames, a GRADIENT (it takes a queue slot: it may merge) and 3 more plain
-        // frames in one burst: the first 3 may bypass, the rest must queue behind the gradient.
+        // Then 3 plain frames, a GRADIENT and 3 more plain frames in one burst.
         for (int i = 0; i < 3; ++i) rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(41 + i)));
         const auto grad = gradient_frame(1, learner, learner_ip, 7, 0);
         rig.inject(0, grad);
@@ -304,18 +306,22 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
 
         const auto st = rig.view();
         const auto& q = st.ports[1].queue;
-        CHECK(q.bypassed == (bypasses ? 43u : 0u));
+        CHECK(q.bypassed == (mode == Unshaped ? 47u : mode == Tolerant ? 43u : 0u));
         CHECK(q.enqueued == 47);
         CHECK(q.dequeued == 47);
         CHECK(q.depth_samples == 47);
         CHECK(q.mergeable_arrivals == 1);
+        CHECK(q.merged == 0);
         CHECK(q.enqueued_bytes == 46 * 60 + grad.size());
         CHECK(q.dequeued_bytes == q.enqueued_bytes);
         CHECK(st.ports[1].queue_depth == 0);
         CHECK(st.ports[1].tx.packets == 47);
         CHECK(st.ports[1].tx.bytes == 46 * 60 + grad.size());
         CHECK(st.ports[1].tx.contributions == 1);  // the one GRADIENT; plain frames carry no update
-        if (bypasses) {
+        if (mode == Unshaped) {
+            CHECK(q.depth_sum == 0);  // every frame found depth 0
+            CHECK(q.depth_max == 0);
+        } else if (mode == Tolerant) {
             // Bypassing frames found depth 0; the gradient found the queue empty, the 3 after it
             // found 1, 2, 3 waiting.
             CHECK(q.depth_sum == 1 + 2 + 3);
@@ -327,6 +333,100 @@ TEST_CASE("frames for an idle unshaped port bypass its empty queue, in order and
         }
     }
     CHECK(rig.finish());  // nothing leaked
+}
+
+// Merging in the TX batch (batch_merge.h) must give what the queue gives: the same frames, bytes
+// and order, and the same merge counters. The queued reference is a port with a shaper that never
+// limits (shaped ports never bypass).
+TEST_CASE("GRADIENTs meeting in one pass at an idle port merge in the TX batch exactly as in the queue", "[pipeline]") {
+    struct Result {
+        std::vector<std::vector<std::uint8_t>> frames;
+        core::QueueStats queue;
+        std::uint64_t tx_packets = 0, tx_contributions = 0;
+    };
+    const frame::MacAddr learner = mac(0x50);
+    const std::uint32_t learner_ip = host_ip(0x50);
+    const frame::MacAddr learner2 = mac(0x51);
+    const std::uint32_t learner2_ip = host_ip(0x51);
+    auto run = [&](bool shaped) {
+        Rig rig(2);
+        core::SwitchConfig cfg = rig.config();
+        cfg.drop_copies = false;  // the second pass repeats the first's frames
+        if (shaped) {
+            cfg.ports[1].shaper.rate_bps = 100'000'000'000;
+            cfg.ports[1].shaper.burst_bytes = 1'000'000;
+        }
+        rig.start(cfg);
+        Result r;
+        std::uint64_t now = kHz;
+        rig.inject(1, l2_frame(learner, kBroadcast, 0));
+        rig.inject(1, l2_frame(learner2, kBroadcast, 0));
+        rig.round(now);
+        rig.free_all(rig.take(0));
+        // Two bursts. Chunks 0-2 from workers 1-4 interleaved with plain frames; a second learner
+        // (same keys, other destination: never merged with the first's); a 32-element GRADIENT with
+        // chunk 1's key (refused: layout differs) that then becomes chunk 1's newest packet; a
+        // non-member (host 9: forwarded unmerged); chunk 3 alone.
+        for (int pass = 0; pass < 2; ++pass) {
+            for (std::uint8_t w = 1; w <= 4; ++w) {
+                for (std::uint16_t c = 0; c < 3; ++c) rig.inject(0, gradient_frame(w, learner, learner_ip, 7, c));
+                rig.inject(0, l2_frame(mac(1), learner, static_cast<std::uint8_t>(w)));
+                if (w == 2) rig.inject(0, gradient_frame(3, learner, learner_ip, 7, 1, 32));
+            }
+            rig.inject(0, gradient_frame(1, learner2, learner2_ip, 7, 0));
+            rig.inject(0, gradient_frame(2, learner2, learner2_ip, 7, 0));
+            rig.inject(0, gradient_frame(9, learner, learner_ip, 7, 0));
+            rig.inject(0, gradient_frame(4, learner, learner_ip, 7, 3));
+            REQUIRE(rig.in[0].size() <= 32);  // one burst
+            rig.round(++now);
+            for (Frame* m : rig.take(1)) r.frames.push_back(bytes_of(m)), rig.free_all({m});
+        }
+        const auto st = rig.view();
+        r.queue = st.ports[1].queue;
+        r.tx_packets = st.ports[1].tx.packets;
+        r.tx_contributions = st.ports[1].tx.contributions;
+        CHECK(rig.finish());
+        return r;
+    };
+    const Result batch = run(false);
+    const Result queued = run(true);
+    CHECK(batch.queue.bypassed == batch.queue.enqueued);
+    CHECK(queued.queue.bypassed == 0);
+    REQUIRE(batch.frames.size() == queued.frames.size());
+    for (std::size_t i = 0; i < batch.frames.size(); ++i) {
+        INFO("frame " << i);
+        CHECK(batch.frames[i] == queued.frames[i]);
+    }
+    for (const Result* r : {&batch, &queued}) {
+        // Per pass, 21 frames: chunks 0 and 2 each leave as one packet of 4 (3 merges each); chunk 1
+        // as workers 1+2, then the 32-element one (refused by 1+2's packet), then workers 3+4 (3's
+        // refused by the 32-element one, its newest packet, then 4 merged into 3): 2 merges, 2
+        // refusals; learner2's two as one (1 merge); the non-member and chunk 3 alone; 4 plain frames.
+        CHECK(r->queue.mergeable_arrivals == 2 * 16);
+        CHECK(r->queue.merged == 2 * 9);
+        CHECK(r->queue.merge_refused == 2 * 2);
+        CHECK(r->tx_packets == 2 * 12);
+        CHECK(r->tx_contributions == 2 * 17);
+    }
+    CHECK(batch.queue.merged == queued.queue.merged);
+    CHECK(batch.queue.bytes_saved == queued.queue.bytes_saved);
+    CHECK(batch.tx_packets == queued.tx_packets);
+    CHECK(batch.queue.enqueued == queued.queue.enqueued);
+    CHECK(batch.queue.dequeued_bytes == queued.queue.dequeued_bytes);
+    // Exact sums: every sent GRADIENT verifies against the pattern of its contributions.
+    int gradients = 0;
+    for (const auto& f : batch.frames) {
+        const auto info = frame::classify(f, proto::kDefaultUdpPort);
+        if (info.kind != frame::FrameKind::Shesha) continue;
+        ++gradients;
+        proto::Message msg;
+        REQUIRE(proto::decode({f.data() + info.payload_offset, info.payload_len}, msg) == proto::DecodeError::Ok);
+        std::vector<float> elems(msg.hdr.elem_count);
+        std::memcpy(elems.data(), msg.payload.data(), elems.size() * 4);
+        CHECK(pattern::verify(elems.data(), elems.size(), 7, msg.hdr.chunk_index, msg.hdr.contrib_count) ==
+              pattern::Check::Ok);
+    }
+    CHECK(gradients == static_cast<int>(batch.tx_packets) - 8);
 }
 
 TEST_CASE("k compatible gradients queued behind a shaped port leave as one exact sum", "[pipeline]") {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "frame.h"
-#include "merge_kernel.h"
+#include "merge_frame.h"
 #include "protocol.h"
 
 namespace shesha::core {
@@ -56,11 +56,14 @@ struct MergeInfo {
     std::uint16_t elem_count;
 };
 
+// 16 bytes, so the index of a 1,024-packet queue (2,048 slots) takes 32 KB: one probe is one cache line.
 struct IndexSlot {
     std::uint64_t key = 0;
-    std::uint64_t seq = 0;
-    bool used = false;
+    std::uint64_t seq_plus_one = 0;  // 0: free
+    bool used() const noexcept { return seq_plus_one != 0; }
+    std::uint64_t seq() const noexcept { return seq_plus_one - 1; }
 };
+static_assert(sizeof(IndexSlot) == 16);
 
 constexpr std::uint64_t make_key(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t version) noexcept {
     return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
@@ -121,7 +124,7 @@ struct AggregatingQueue::Impl {
     std::size_t index_find(std::uint64_t key) const noexcept {
         for (std::uint64_t i = home(key);; i = (i + 1) & index_mask) {
             const IndexSlot& s = index[i];
-            if (!s.used) return index.size();
+            if (!s.used()) return index.size();
             if (s.key == key) return i;
         }
     }
@@ -131,21 +134,21 @@ struct AggregatingQueue::Impl {
         std::uint64_t i = home(key);
         for (;; i = (i + 1) & index_mask) {
             IndexSlot& s = index[i];
-            if (!s.used) break;
+            if (!s.used()) break;
             if (s.key == key) {
-                if (s.seq >= head && s.seq < tail) at(s.seq).flags &= static_cast<std::uint8_t>(~kIndexed);
-                s.seq = seq;
+                if (s.seq() >= head && s.seq() < tail) at(s.seq()).flags &= static_cast<std::uint8_t>(~kIndexed);
+                s.seq_plus_one = seq + 1;
                 return;
             }
         }
-        index[i] = IndexSlot{key, seq, true};
+        index[i] = IndexSlot{key, seq + 1};
     }
 
     void index_erase_slot(std::uint64_t slot) noexcept {
         std::uint64_t hole = slot;
         for (std::uint64_t j = (hole + 1) & index_mask;; j = (j + 1) & index_mask) {
             IndexSlot& s = index[j];
-            if (!s.used) break;
+            if (!s.used()) break;
             // s may fill the hole only if the hole lies cyclically in [home(s), j).
             if (((j - home(s.key)) & index_mask) >= ((j - hole) & index_mask)) {
                 index[hole] = s;
@@ -158,7 +161,7 @@ struct AggregatingQueue::Impl {
     // Removes key -> seq if the key still points at this seq.
     void index_erase(std::uint64_t key, std::uint64_t seq) noexcept {
         const std::size_t slot = index_find(key);
-        if (slot != index.size() && index[slot].seq == seq) index_erase_slot(slot);
+        if (slot != index.size() && index[slot].seq() == seq) index_erase_slot(slot);
     }
 
     // ---- marking ----
@@ -178,9 +181,41 @@ struct AggregatingQueue::Impl {
     // ---- merging ----
     // The waiting packet a may merge into, or UINT64_MAX. refused is set when a waiting packet with a
     // matching key and destination could not take it (layout differs or contributions would overflow).
-    [[gnu::noinline]] std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib, bool& refused) noexcept {
+    // Whether the waiting packet `slot` of the index may take arrival a (see find_target).
+    [[gnu::always_inline]] inline bool may_take(std::size_t slot, const Arrival& a, std::uint16_t arriving_contrib,
+                                                std::uint32_t tol, bool& refused) noexcept {
+        const std::uint64_t seq = index[slot].seq();
+        if (seq < head || seq >= tail) return false;  // cannot happen: erased on dequeue
+        const Slot& e = at(seq);
+        const MergeInfo& m = info_at(seq);
+        if (!(e.flags & kMergeable) || m.dst_ip != a.dst_ip) return false;
+        // The spread of versions inside one merged packet stays within the tolerance: each
+        // arrival is compared with the oldest and the newest contribution, not only with
+        // the packet's current (minimum) version, so tolerance 2 never chains 100 to 103.
+        if (std::max(m.max_version, a.model_version) - std::min(m.model_version, a.model_version) > tol) return false;
+        if (m.elem_count != a.elem_count || e.frame_len != a.frame_len || e.shesha_offset != a.shesha_offset ||
+            std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
+            refused = true;
+            return false;
+        }
+        return true;
+    }
+
+    // The waiting packet a may merge into, or UINT64_MAX. refused is set when a waiting packet with a
+    // matching key and destination could not take it (layout differs or contributions would overflow).
+    [[gnu::always_inline]] inline std::uint64_t find_target(const Arrival& a, std::uint16_t arriving_contrib,
+                                                            bool& refused) noexcept {
         const std::uint32_t tol = std::min(a.version_tolerance, kMaxVersionTolerance);
-        // Closest version first: exact, then -1, +1, -2, +2, ...
+        if (tol == 0) {  // the default: one probe
+            const std::size_t slot = index_find(make_key(a.cluster_id, a.chunk_index, a.model_version));
+            return slot != index.size() && may_take(slot, a, arriving_contrib, 0, refused) ? index[slot].seq() : UINT64_MAX;
+        }
+        return find_target_tolerant(a, arriving_contrib, tol, refused);
+    }
+
+    // find_target with a version tolerance: the closest version first (exact, then -1, +1, -2, +2, ...).
+    [[gnu::noinline]] std::uint64_t find_target_tolerant(const Arrival& a, std::uint16_t arriving_contrib,
+                                                          std::uint32_t tol, bool& refused) noexcept {
         for (std::uint32_t d = 0; d <= tol; ++d) {
             for (int side = 0; side < (d == 0 ? 1 : 2); ++side) {
                 std::uint32_t v;
@@ -192,23 +227,7 @@ struct AggregatingQueue::Impl {
                     v = a.model_version + d;
                 }
                 const std::size_t slot = index_find(make_key(a.cluster_id, a.chunk_index, v));
-                if (slot == index.size()) continue;
-                const std::uint64_t seq = index[slot].seq;
-                if (seq < head || seq >= tail) continue;  // cannot happen: erased on dequeue
-                const Slot& e = at(seq);
-                const MergeInfo& m = info_at(seq);
-                if (!(e.flags & kMergeable) || m.dst_ip != a.dst_ip) continue;
-                // The spread of versions inside one merged packet stays within the tolerance: each
-                // arrival is compared with the oldest and the newest contribution, not only with
-                // the packet's current (minimum) version, so tolerance 2 never chains 100 to 103.
-                if (std::max(m.max_version, a.model_version) - std::min(m.model_version, a.model_version) > tol) continue;
-                if (m.elem_count != a.elem_count || e.frame_len != a.frame_len ||
-                    e.shesha_offset != a.shesha_offset ||
-                    std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
-                    refused = true;
-                    continue;
-                }
-                return seq;
+                if (slot != index.size() && may_take(slot, a, arriving_contrib, tol, refused)) return index[slot].seq();
             }
         }
         return UINT64_MAX;
@@ -218,17 +237,8 @@ struct AggregatingQueue::Impl {
         Slot& e = at(seq);
         MergeInfo& m = info_at(seq);
         std::uint8_t* wp = e.frame + e.shesha_offset;
-        const std::uint8_t* ap = a.frame + a.shesha_offset;
-        add_f32(reinterpret_cast<float*>(wp + proto::kHeaderSize),
-                reinterpret_cast<const float*>(ap + proto::kHeaderSize), m.elem_count);
-
         e.contributions = static_cast<std::uint16_t>(e.contributions + arriving_contrib);
-        proto::inplace::set_contrib_count(wp, e.contributions);
-        proto::inplace::set_ts_earliest(wp, std::min(proto::inplace::ts_earliest(wp), proto::inplace::ts_earliest(ap)));
-        proto::inplace::set_ts_latest(wp, std::max(proto::inplace::ts_latest(wp), proto::inplace::ts_latest(ap)));
-        const std::uint8_t arriving_flags = proto::inplace::flags(ap);
-        proto::inplace::set_flags(wp, proto::inplace::flags(wp) | proto::flag::kMerged |
-                                          (arriving_flags & proto::flag::kCongestionExperienced));
+        merge_gradient_into(wp, a.frame + a.shesha_offset, m.elem_count, e.contributions);
         m.max_version = std::max(m.max_version, a.model_version);
         if (a.model_version < m.model_version) {
             // The merged update is as old as its oldest contribution; re-key it under that version.
@@ -384,7 +394,7 @@ struct AggregatingQueue::Impl {
     // Points key's index entry from seq `from` to seq `to`, if it points at `from`.
     void index_move(std::uint64_t key, std::uint64_t from, std::uint64_t to) noexcept {
         const std::size_t slot = index_find(key);
-        if (slot != index.size() && index[slot].seq == from) index[slot].seq = to;
+        if (slot != index.size() && index[slot].seq() == from) index[slot].seq_plus_one = to + 1;
     }
 
     // Moves the packet at seq to the head; the packets in [head, seq) move one place back, in order.
@@ -529,6 +539,14 @@ void AggregatingQueue::count_bypass(std::uint32_t n, std::uint64_t bytes) noexce
     st.dequeued += n;
     st.dequeued_bytes += bytes;  // sojourn 0: the sojourn sums unchanged
     st.bypassed += n;
+}
+
+void AggregatingQueue::count_batch_merges(const BatchMergeCounts& c) noexcept {
+    QueueStats& st = impl_->stats;
+    st.mergeable_arrivals += c.mergeable;
+    st.merged += c.merged;
+    st.bytes_saved += c.merged_bytes;
+    st.merge_refused += c.refused;
 }
 
 std::uint32_t AggregatingQueue::depth() const noexcept { return impl_->depth(); }

@@ -115,6 +115,15 @@ struct QueueStats {
 };
 static_assert(sizeof(QueueStats) == 19 * sizeof(std::uint64_t), "operator+= adds every field");
 
+// GRADIENTs that met in one forwarding pass at an idle port and merged in its TX batch instead of
+// this queue (batch_merge.h), counted by the queue as its own merges.
+struct BatchMergeCounts {
+    std::uint32_t mergeable = 0;  // mergeable arrivals that bypassed the queue (merged or not)
+    std::uint32_t merged = 0;     // of which were added into an earlier one
+    std::uint32_t refused = 0;    // matched a key and destination but could not merge (layout, overflow)
+    std::uint64_t merged_bytes = 0;
+};
+
 class AggregatingQueue {
 public:
     explicit AggregatingQueue(const QueueConfig& cfg);
@@ -156,6 +165,9 @@ public:
     // The caller checks depth() == 0 first and keeps the packets in FIFO order ahead of anything
     // enqueued after them.
     void count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept;
+    // Counts merges made in the TX batch among packets counted by count_bypass (batch_merge.h):
+    // mergeable_arrivals, merged, bytes_saved and merge_refused, as enqueue() would have.
+    void count_batch_merges(const BatchMergeCounts& c) noexcept;
 
     std::uint32_t depth() const noexcept;        // packets waiting
     std::uint64_t depth_bytes() const noexcept;

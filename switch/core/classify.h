@@ -114,15 +114,21 @@ template <class Io>
     meta.chunk_index = msg.hdr.chunk_index;
     meta.elem_count = msg.hdr.elem_count;
     meta.model_version = msg.hdr.model_version;
-    if (msg.hdr.type == proto::MsgType::Gradient) {
+    // Type and element type from the frame, not from msg.hdr: the compiler fuses the two byte
+    // compares into one wider load of the two byte stores decode() just made, which cannot be
+    // store-forwarded (a 10-20 cycle stall per frame, measured with perf on grad1k).
+    const std::uint8_t* shesha = data + info.payload_offset;
+    const auto type = static_cast<proto::MsgType>(shesha[proto::off::kType]);
+    if (type == proto::MsgType::Gradient) {
         meta.contributions = msg.hdr.contrib_count;
         meta.worker_id = msg.hdr.worker_id;
         meta.seq = msg.hdr.seq;
     }
-    if (msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32) {
+    if (type == proto::MsgType::Gradient &&
+        static_cast<proto::ElemType>(shesha[proto::off::kElemType]) == proto::ElemType::F32) {
         meta.cls = PacketClass::Gradient;
         ++tally.gradient_f32;
-    } else if (msg.hdr.type == proto::MsgType::Model) {
+    } else if (type == proto::MsgType::Model) {
         meta.cls = PacketClass::Model;
     } else {
         meta.cls = PacketClass::Plain;

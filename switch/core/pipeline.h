@@ -375,9 +375,15 @@ private:
             cursor.open(port, burst_);
             list_for_flush(out);
         }
-        // Only well-formed frames that cannot merge bypass (a GRADIENT waits for a merge partner);
-        // once one frame is staged, nothing behind it may overtake it to the transmitter.
-        if ((meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model) && cursor.n_tx < cursor.bypass_limit) {
+        // Well-formed frames bypass an idle port's queue; a GRADIENT only where the TX batch can
+        // merge it with the pass's others as the queue would (batch_merge.h): one class, no shares,
+        // no version tolerance. Once one frame is staged, nothing behind it may overtake it.
+        if (cursor.n_tx < cursor.bypass_limit &&
+            (meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model ||
+             (meta.cls == PacketClass::Gradient && port.gradient_bypass_ok && admission.tolerance == 0))) {
+            if (meta.cls == PacketClass::Gradient && admission.mergeable && port.batch_merging &&
+                merged_in_batch(port, cursor, m, len, meta))
+                return;
             cursor.tx[cursor.n_tx] = m;
             cursor.tx_len[cursor.n_tx] = len;
             cursor.tx_contrib[cursor.n_tx] = meta.contributions;
@@ -393,6 +399,40 @@ private:
         }
         fill_arrival(cursor.stage[cursor.staged++], static_cast<void*>(m), Io::data(m), len, meta, admission.mergeable,
                      admission.tolerance);
+    }
+
+    // A mergeable GRADIENT bypassing its idle port's queue (batch_merge.h): added into the batch's
+    // newest packet with its key and destination, as the queue would have (true: consumed), or made
+    // that key's packet (false: the caller appends it to the batch).
+    [[gnu::always_inline]] inline bool merged_in_batch(Port& port, StageCursor<Handle>& cursor, Handle m,
+                                                       std::uint32_t len, const PacketMeta& meta) noexcept {
+        BatchMergeCounts& counts = port.batch_merge_counts;
+        ++counts.mergeable;
+        std::uint8_t* frame = Io::data(m);
+        const std::uint64_t end =
+            std::uint64_t{meta.shesha_offset} + proto::kHeaderSize + std::uint64_t{meta.elem_count} * sizeof(float);
+        if (meta.shesha_offset == 0 || end > len) [[unlikely]] return false;  // as the queue: never a merge partner
+        const std::uint64_t key = BatchMergeIndex::key_of(meta.cluster_id, meta.chunk_index, meta.model_version);
+        if (const BatchMergeIndex::Leader* l = port.batch_merges.find(key, meta.dst_ip)) {
+            const std::uint32_t sum = std::uint32_t{cursor.tx_contrib[l->tx_index]} + meta.contributions;
+            if (l->elem_count == meta.elem_count && l->frame_len == len && l->shesha_offset == meta.shesha_offset &&
+                sum <= proto::kMaxContributions) [[likely]] {
+                merge_gradient_into(l->frame + l->shesha_offset, frame + meta.shesha_offset, meta.elem_count,
+                                    static_cast<std::uint16_t>(sum));
+                if (l->l4_offset != 0) frame::clear_udp_checksum(l->frame + l->l4_offset);
+                cursor.tx_contrib[l->tx_index] = static_cast<std::uint16_t>(sum);
+                ++counts.merged;
+                counts.merged_bytes += len;
+                // A merged arrival decays the recent mark fraction, as an unmarked one in the queue.
+                if (port.mark_ewma != 0) update_mark_ewma(port.mark_ewma, false);
+                to_free_.add(m);
+                return true;
+            }
+            ++counts.refused;
+        }
+        port.batch_merges.put(key, meta.dst_ip,
+                              {frame, len, cursor.n_tx, meta.shesha_offset, meta.l4_offset, meta.elem_count});
+        return false;
     }
 
     // A GRADIENT that may be marked enters its queue at once, so FEEDBACK sees the queue right

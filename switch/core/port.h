@@ -16,6 +16,7 @@
 #include <string>
 
 #include "counters.h"
+#include "merge_frame.h"
 #include "egress_queue.h"
 #include "frame.h"
 #include "switch_config.h"
@@ -33,7 +34,11 @@ struct Port : EgressQueue, TxBatch<Handle> {
           // A queue with a byte limit below the largest single-segment frame could tail-drop a
           // frame that finds it empty; such a port never bypasses, so bypassing never changes an
           // outcome.
-          bypass_ok(poll_mode && bucket.unlimited() && queue.config().capacity_bytes >= 0xFFFF) {}
+          bypass_ok(poll_mode && bucket.unlimited() && queue.config().capacity_bytes >= 0xFFFF),
+          // GRADIENTs bypass only where no class or share counts them: one class, fewer than two
+          // clusters counted (batch_merge.h).
+          gradient_bypass_ok(bypass_ok && queue.class_count() == 1 && queue.shares().empty()),
+          batch_merging(gradient_bypass_ok && queue.config().aggregation) {}
 
     std::string name;
     const std::uint32_t max_frame;  // the largest frame this port may send (mtu + 18)
@@ -43,6 +48,8 @@ struct Port : EgressQueue, TxBatch<Handle> {
 
     // Forwarding thread only.
     const bool bypass_ok;  // unshaped, poll mode, and a queue that takes any single frame when empty
+    const bool gradient_bypass_ok;  // and a GRADIENT may bypass too (one class, no shares counted)
+    const bool batch_merging;       // and mergeable ones merge in the TX batch (the queue aggregates)
     std::uint32_t too_big_first_len = 0;  // length of the first frame refused as too big
     PortCounters tx;
 };

@@ -301,4 +301,6 @@ std::uint32_t PortQueue::dequeue_burst(std::uint64_t now, void** handles, std::u
 
 void PortQueue::count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept { queues_[0]->count_bypass(n, bytes); }
 
+void PortQueue::count_batch_merges(const BatchMergeCounts& c) noexcept { queues_[0]->count_batch_merges(c); }
+
 }  // namespace shesha::core

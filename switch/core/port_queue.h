@@ -84,6 +84,8 @@ public:
     std::span<const ClusterShare> shares() const noexcept { return shares_; }
     // As AggregatingQueue::count_bypass (the default class; only called when depth() == 0).
     void count_bypass(std::uint32_t n, std::uint64_t bytes) noexcept;
+    // As AggregatingQueue::count_batch_merges (the default class, the only one when the TX batch merges).
+    void count_batch_merges(const BatchMergeCounts& c) noexcept;
 
     std::uint32_t depth() const noexcept;                    // packets waiting, every class
     std::uint64_t depth_bytes() const noexcept;

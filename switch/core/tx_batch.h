@@ -5,7 +5,8 @@
 // this round's forwarding: arrivals that could not merge, found the queue empty on an unshaped
 // port with nothing refused pending, and would have been dequeued in this round's transmit()
 // anyway (bypass_bytes of frame bytes, counted by the queue as enqueued and dequeued in
-// transmit()). transmit() appends what the queue releases through the port's token bucket, hands
+// transmit()). GRADIENTs among them may have had later ones of the same pass merged into them
+// (batch_merge.h); those merges are counted by the queue too, as if it had made them. transmit() appends what the queue releases through the port's token bucket, hands
 // the batch to Io::tx_burst, counts what was sent and keeps what was refused. Owned by the
 // forwarding thread. Pull mode (the simulator) has no batch: it dequeues one departure at a time.
 #pragma once
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "batch_merge.h"
 #include "counters.h"
 #include "port_queue.h"
 #include "token_bucket.h"
@@ -23,7 +25,8 @@ namespace shesha::core {
 
 template <class Handle>
 struct TxBatch {
-    explicit TxBatch(std::uint32_t capacity) : tx_handles(capacity), tx_lens(capacity), tx_contributions(capacity) {}
+    explicit TxBatch(std::uint32_t capacity)
+        : tx_handles(capacity), tx_lens(capacity), tx_contributions(capacity), batch_merges(capacity) {}
 
     std::vector<Handle> tx_handles;
     std::vector<std::uint32_t> tx_lens;
@@ -31,13 +34,22 @@ struct TxBatch {
     std::uint32_t n_pending = 0;
     std::uint32_t n_tx = 0;
     std::uint64_t bypass_bytes = 0;
+    // GRADIENTs of this batch that later ones merged into, and what merged (batch_merge.h).
+    BatchMergeIndex batch_merges;
+    BatchMergeCounts batch_merge_counts;
 
-    // The packets that bypassed the empty queue this round count as its arrivals and departures.
+    // The packets that bypassed the empty queue this round count as its arrivals and departures,
+    // and the merges made in the batch as the queue's merges. The batch's merge index ends here.
     void count_bypassed(PortQueue& queue) noexcept {
         const std::uint32_t bypassed = n_tx - n_pending;
         if (bypassed == 0) return;
         queue.count_bypass(bypassed, bypass_bytes);
         bypass_bytes = 0;
+        if (batch_merge_counts.mergeable != 0) {
+            queue.count_batch_merges(batch_merge_counts);
+            batch_merge_counts = {};
+        }
+        batch_merges.clear();
     }
 
     // Fills the batch (refused first, then bypassed, then dequeued through the token bucket, up to
