@@ -250,6 +250,13 @@ int main(int argc, char** argv) {
         return 2;
     }
     shesha::sim::Simulator& sim = *sim_ptr;
+    if (!quiet && scenario.training())
+        sim.on_evaluation([](const shesha::sim::TrainingPoint& p, double wall_s) {
+            std::printf("t %8.3f s virtual  cluster %u  version %7u  env steps %10llu  eval mean %8.1f min %8.1f  "
+                        "(wall %.1f s)\n", p.t_s, p.cluster, p.version, static_cast<unsigned long long>(p.env_steps),
+                        p.eval_mean_return, p.eval_min_return, wall_s);
+            std::fflush(stdout);
+        });
     const shesha::sim::Summary r = sim.run();
 
     if (!quiet) {

@@ -421,6 +421,8 @@ struct Simulator::Impl final : FeedbackSink {
     bool stopped = false;
     double compute_wall_ns = 0;
     std::unique_ptr<GradientPool> gradient_pool;  // training.compute_threads > 0
+    std::function<void(const TrainingPoint&, double)> evaluation_hook;
+    std::chrono::steady_clock::time_point wall_start;
 
     // A worker's update is pattern::fill(cluster, chunk, worker), which depends on the worker only
     // through its weight 1 + w % 4: filled once per (cluster, weight) and offered from here.
@@ -1580,6 +1582,8 @@ struct Simulator::Impl final : FeedbackSink {
         pt.chunks_applied = lc.chunks_applied;
         pt.contributions_applied = lc.contributions_applied;
         sum.curve.push_back(pt);
+        if (evaluation_hook)
+            evaluation_hook(pt, std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count());
         TrainingClusterSummary& ts = T.summary;
         ts.best_eval_mean = ts.evaluations == 0 ? eval.mean_return : std::max(ts.best_eval_mean, eval.mean_return);
         ts.last_eval_mean = eval.mean_return;
@@ -1694,6 +1698,7 @@ struct Simulator::Impl final : FeedbackSink {
 
     Summary run() {
         const auto wall0 = std::chrono::steady_clock::now();
+        wall_start = wall0;
         // A worker starts at its offset: computing (one direction), or asking for the model it will
         // compute on (two directions; the learners publish version 1 at t = 0).
         for (std::uint32_t w = 0; w < workers.size(); ++w) {
@@ -1880,6 +1885,7 @@ Simulator::Simulator(const Scenario& s, const TrainingBackend* backend) : impl_(
 Simulator::~Simulator() = default;
 Summary Simulator::run() { return impl_->run(); }
 const std::vector<SeriesRow>& Simulator::series() const noexcept { return impl_->series; }
+void Simulator::on_evaluation(std::function<void(const TrainingPoint&, double)> f) { impl_->evaluation_hook = std::move(f); }
 
 // ---- CSV ----
 std::string summary_csv_header() {

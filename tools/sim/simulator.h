@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -214,6 +215,8 @@ public:
     // Runs to completion (generation until duration, then the network drains) and summarizes.
     Summary run();
     const std::vector<SeriesRow>& series() const noexcept;
+    // Training workload: called after every evaluation (progress lines; wall_s is the wall time so far).
+    void on_evaluation(std::function<void(const TrainingPoint&, double wall_s)> f);
 
 private:
     struct Impl;
