@@ -1641,8 +1641,16 @@ struct Simulator::Impl final : FeedbackSink {
             stale_n += tclusters[c].core->staleness().count;
         }
         sum.staleness_mean = stale_n ? stale_sum / static_cast<double>(stale_n) : 0;
+        // The model-distribution counters the learner cores kept (the synthetic learners count these
+        // themselves).
         sum.model.versions_published = 0;
         for (const auto& ts : sum.training) sum.model.versions_published += ts.versions_published;
+        for (const TrainCluster& T : tclusters) {
+            const learner::LearnerCounters& lc = T.core->counters();
+            sum.model.requests_answered += lc.model_requests - lc.model_requests_rate_limited;
+            sum.model.requests_rate_limited += lc.model_requests_rate_limited;
+            sum.model.models_withheld += lc.models_withheld + lc.model_group_withheld;
+        }
         sum.compute_wall_s = compute_wall_ns / 1e9;
     }
 
