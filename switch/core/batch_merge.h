@@ -27,7 +27,7 @@ class BatchMergeIndex {
 public:
     // What the batch packet a later arrival may merge into looks like.
     struct Leader {
-        std::uint8_t* frame = nullptr;
+        std::uint8_t* frame = nullptr;  // nullptr: superseded (a newer packet of the key is queued)
         std::uint32_t frame_len = 0;
         std::uint32_t tx_index = 0;  // its position in the TX batch
         std::uint32_t shesha_offset = 0;  // 32-bit fields: compared with no partial-register moves
@@ -42,10 +42,11 @@ public:
         return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
     }
 
-    // The newest batch packet registered under key and dst in this batch, or nullptr.
-    [[gnu::always_inline]] inline const Leader* find(std::uint64_t key, std::uint32_t dst) const noexcept {
+    // The newest batch packet registered under key and dst in this batch, or nullptr. The caller
+    // may set its frame to nullptr: the key's newest packet is then no longer in the batch.
+    [[gnu::always_inline]] inline Leader* find(std::uint64_t key, std::uint32_t dst) noexcept {
         for (std::uint64_t i = home(key, dst);; i = (i + 1) & mask_) {
-            const Slot& s = slots_[i];
+            Slot& s = slots_[i];
             if (s.generation != generation_) return nullptr;
             if (s.key == key && s.dst == dst) return &s.leader;
         }

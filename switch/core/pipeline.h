@@ -382,7 +382,7 @@ private:
             (meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model ||
              (meta.cls == PacketClass::Gradient && port.gradient_bypass_ok && admission.tolerance == 0))) {
             if (meta.cls == PacketClass::Gradient && admission.mergeable && port.batch_merging &&
-                merged_in_batch(port, cursor, m, len, meta))
+                merged_in_batch(port, cursor, m, len, meta, true))
                 return;
             cursor.tx[cursor.n_tx] = m;
             cursor.tx_len[cursor.n_tx] = len;
@@ -392,6 +392,11 @@ private:
             return;
         }
         cursor.bypass_limit = cursor.n_tx;
+        // A GRADIENT staged after others of this pass bypassed (a malformed frame closed the bypass,
+        // or the batch is full) still merges into the batch's packet of its key, as in the queue.
+        if (meta.cls == PacketClass::Gradient && admission.mergeable && port.batch_merges.size() != 0 &&
+            admission.tolerance == 0 && merged_in_batch(port, cursor, m, len, meta, false))
+            return;
         if (cursor.staged == burst_) [[unlikely]] {
             cursor.write_back();
             port.flush_staged(now, port.tx, to_free_, staged_results_.data());
@@ -401,19 +406,25 @@ private:
                      admission.tolerance);
     }
 
-    // A mergeable GRADIENT bypassing its idle port's queue (batch_merge.h): added into the batch's
-    // newest packet with its key and destination, as the queue would have (true: consumed), or made
-    // that key's packet (false: the caller appends it to the batch).
+    // A mergeable GRADIENT for a port whose TX batch merges (batch_merge.h): added into the batch's
+    // newest packet with its key and destination, as the queue would have (true: consumed).
+    // Otherwise, when `bypassing`, it becomes that key's packet (the caller appends it to the
+    // batch); when staged for the queue instead, a batch packet that refused it stops being its
+    // key's newest (the queue's packet takes over, as it would in the queue), and the queue counts
+    // the arrival.
     [[gnu::always_inline]] inline bool merged_in_batch(Port& port, StageCursor<Handle>& cursor, Handle m,
-                                                       std::uint32_t len, const PacketMeta& meta) noexcept {
+                                                       std::uint32_t len, const PacketMeta& meta, bool bypassing) noexcept {
         BatchMergeCounts& counts = port.batch_merge_counts;
-        ++counts.mergeable;
         std::uint8_t* frame = Io::data(m);
         const std::uint64_t end =
             std::uint64_t{meta.shesha_offset} + proto::kHeaderSize + std::uint64_t{meta.elem_count} * sizeof(float);
-        if (meta.shesha_offset == 0 || end > len) [[unlikely]] return false;  // as the queue: never a merge partner
+        if (meta.shesha_offset == 0 || end > len) [[unlikely]] {  // as the queue: never a merge partner
+            counts.mergeable += bypassing;
+            return false;
+        }
         const std::uint64_t key = BatchMergeIndex::key_of(meta.cluster_id, meta.chunk_index, meta.model_version);
-        if (const BatchMergeIndex::Leader* l = port.batch_merges.find(key, meta.dst_ip)) {
+        BatchMergeIndex::Leader* l = port.batch_merges.find(key, meta.dst_ip);
+        if (l != nullptr && l->frame != nullptr) {
             const std::uint32_t sum = std::uint32_t{cursor.tx_contrib[l->tx_index]} + meta.contributions;
             if (l->elem_count == meta.elem_count && l->frame_len == len && l->shesha_offset == meta.shesha_offset &&
                 sum <= proto::kMaxContributions) [[likely]] {
@@ -421,6 +432,7 @@ private:
                                     static_cast<std::uint16_t>(sum));
                 if (l->l4_offset != 0) frame::clear_udp_checksum(l->frame + l->l4_offset);
                 cursor.tx_contrib[l->tx_index] = static_cast<std::uint16_t>(sum);
+                ++counts.mergeable;
                 ++counts.merged;
                 counts.merged_bytes += len;
                 // A merged arrival decays the recent mark fraction, as an unmarked one in the queue.
@@ -430,8 +442,13 @@ private:
             }
             ++counts.refused;
         }
-        port.batch_merges.put(key, meta.dst_ip,
-                              {frame, len, cursor.n_tx, meta.shesha_offset, meta.l4_offset, meta.elem_count});
+        if (bypassing) {
+            ++counts.mergeable;
+            port.batch_merges.put(key, meta.dst_ip,
+                                  {frame, len, cursor.n_tx, meta.shesha_offset, meta.l4_offset, meta.elem_count});
+        } else if (l != nullptr) {
+            l->frame = nullptr;  // superseded by the packet this arrival becomes in the queue
+        }
         return false;
     }
 
