@@ -195,3 +195,17 @@ TEST_CASE("training scenarios: bad input is refused naming the key") {
     CHECK_THAT(message([&] { Simulator sim(scenario(1, 10, "300, 1"), &torch_training_backend()); }),
                Catch::Contains("learner.max_workers"));
 }
+
+TEST_CASE("the shipped training scenarios load, find their cluster YAMLs next to them, and build") {
+    for (const char* name : {"sim-training.yaml", "sim-training-1k.yaml"}) {
+        INFO(name);
+        const Scenario s = load_scenario_file(configs_dir() + "/" + name);
+        CHECK(s.training());
+        REQUIRE(s.training_clusters.size() == 2);
+        CHECK(s.clusters == 2);
+        CHECK(s.training_targets.size() == 2);
+        CHECK(s.model_delivery == ModelDelivery::Replicated);
+        Simulator sim(s, &torch_training_backend());  // loads both YAMLs, builds the models and learner cores
+    }
+    CHECK(load_scenario_file(configs_dir() + "/sim-training-1k.yaml").total_workers() == 1024);
+}
