@@ -13,6 +13,7 @@
   raw_files      reading a run's raw files
   analysis       numbers from the raw files: time to target, AoM, Jain's index, seed verdicts
   sim_scale      the scenario's shape at scale in shesha-sim
+  sim_check      the scenario itself in shesha-sim (training workload) against the rack run
   report         report.md, summary.json, results.json and the headline
   plots          the report's figures
   cli            the command line: run, replot, check

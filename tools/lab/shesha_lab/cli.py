@@ -4,6 +4,8 @@
              [--duration S] [--processes auto|drl|synthetic]
   shesha-lab replot DIR          regenerate figures, tables and report.md from DIR's raw data
   shesha-lab check [SCENARIO]    validate a scenario and print it with every default filled in
+  shesha-lab sim-check DIR       run DIR's scenario in shesha-sim (training workload, the rack's own
+                                 compute times) and add rack against simulator to DIR's report.md
 
 Every learner and worker runs in its own network namespace on a veth pair (tools/lab/rack.sh);
 shesha-switch (one per rack) bridges them on af_packet ports, shaping the learners' port(s). Each
@@ -28,6 +30,7 @@ from .lab import Lab
 from .processes import binaries, choose_processes
 from .report import print_headline, write_report
 from .scenario import load_scenario
+from .sim_check import run_sim_check
 from .sim_scale import run_sim_scale
 from .topology import topology
 
@@ -170,6 +173,8 @@ def cmd_run(args):
         return 130
     finally:
         lab.teardown()
+    if kind == "drl":
+        run_sim_check(out, lab.build, log=lambda m: print(m, flush=True))
     run_sim_scale(scenario, lab.build, out)
     scenario, kind, results = analyse(out)
     summaries = write_report(out, scenario, kind, results)
@@ -186,6 +191,14 @@ def cmd_replot(args):
     print_headline(scenario, summaries)
     print(f"shesha-lab: regenerated {args.dir}/report.md and its figures")
     return 0
+
+
+def cmd_sim_check(args):
+    if not os.path.isfile(os.path.join(args.dir, "configs", "scenario.effective.json")):
+        raise LabError(f"{args.dir}: not a shesha-lab report directory (no configs/scenario.effective.json)")
+    if not run_sim_check(args.dir, os.path.abspath(args.build_dir), log=lambda m: print(m, flush=True), sim=args.sim):
+        return 1
+    return cmd_replot(args)
 
 
 def cmd_check(args):
@@ -216,6 +229,11 @@ def parser():
     run.add_argument("--processes", choices=["auto", "drl", "synthetic"], help="overrides processes")
     replot = sub.add_parser("replot", help="regenerate figures and report.md from a report directory's raw data")
     replot.add_argument("dir")
+    sim_check = sub.add_parser("sim-check", help="run a report directory's scenario in shesha-sim (training) and "
+                               "add rack against simulator to its report")
+    sim_check.add_argument("dir")
+    sim_check.add_argument("--build-dir", default=os.path.join(SOURCE_ROOT, "build"), help="meson build dir with shesha-sim")
+    sim_check.add_argument("--sim", help="the shesha-sim binary (default: the build dir's)")
     check = sub.add_parser("check", help="validate a scenario, print it with defaults filled in")
     check.add_argument("scenario", nargs="?", default=None)
     check.add_argument("--quick", action="store_true")
@@ -225,13 +243,13 @@ def parser():
 def main(argv=None):
     """The command line (argv: the arguments, default sys.argv[1:]) -> the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in ("run", "replot", "check", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "replot", "check", "sim-check", "-h", "--help"):
         argv = ["run"] + argv
     args = parser().parse_args(argv)
     if getattr(args, "scenario", "x") is None and os.path.isfile(DEFAULT_SCENARIO):
         args.scenario = DEFAULT_SCENARIO
     try:
-        return {"run": cmd_run, "replot": cmd_replot, "check": cmd_check}[args.cmd](args)
+        return {"run": cmd_run, "replot": cmd_replot, "check": cmd_check, "sim-check": cmd_sim_check}[args.cmd](args)
     except LabError as e:
         print(f"shesha-lab: {e}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from .fault_analysis import EARLIER_RATE_S, RECOVERED_FRACTION
 from .faults import event_label
 from .plots import plot_all
 from .raw_files import to_float
+from .sim_check import sim_check_section
 from .sim_scale import sim_section
 
 
@@ -345,6 +346,7 @@ def write_report(out, scenario, kind, results):
     lines += clusters_section(scenario, arms, summaries)
     lines += bottleneck_section(scenario, arms, summaries)
     lines += model_delivery_section(scenario, arms, results)
+    lines += sim_check_section(out, scenario, results)
     lines += sim_section(out)
     lines += figures_section(figures)
     lines += files_section(out, kind)

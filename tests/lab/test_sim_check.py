@@ -1,0 +1,188 @@
+"""Checked against the rack (tools/lab/shesha_lab/sim_check.py, issue 27 item 3): the shesha-sim
+training scenario generated from a lab scenario, the compute times derived from recorded worker
+metrics, and the side-by-side table from recorded rack results and simulator CSVs. Nothing runs."""
+import csv
+import json
+import os
+
+import pytest
+
+from shesha_lab import LabError, sim_check
+from shesha_lab.scenario import load_scenario
+
+
+@pytest.fixture
+def scenario(source_root):
+    s = load_scenario(os.path.join(source_root, "configs", "lab-default.yaml"))
+    for cluster in s["clusters"]:
+        cluster["_config_used"] = os.path.join(source_root, cluster["config"])
+    s["_processes"] = "drl"
+    return s
+
+
+def settings_of(scenario, arm_name, compute=None):
+    arm = next(a for a in scenario["arms"] if a["name"] == arm_name)
+    settings = sim_check.sim_settings(scenario, arm, 2, compute or {"step_us": 10, "update_us": 250}, ["a.yaml", "b.yaml"])
+    return dict(s.split("=", 1) for s in settings)
+
+
+def test_the_sim_scenario_is_the_lab_scenario(scenario):
+    fifo, shesha = settings_of(scenario, "fifo"), settings_of(scenario, "shesha")
+    for s in (fifo, shesha):
+        assert s["seed"] == "2"
+        assert s["duration_ms"] == "60000"
+        assert s["workload.kind"] == "training"
+        assert s["topology.shared_bottleneck"] == "true"           # learners: shared
+        assert s["workload.cluster_workers"] == "3,3"
+        assert s["training.clusters"] == "a.yaml,b.yaml"
+        assert s["training.targets"] == "475,-100"
+        assert s["links.learner_gbps"] == "0.04"                    # rate: 40M
+        assert s["queue.capacity_packets"] == "128"
+        assert s["queue.capacity_bytes"] == str(8 * 1024 * 1024)   # queue_bytes: 8MiB
+        assert s["queue.mark_depth_packets"] == "32"
+        assert s["queue.version_tolerance"] == "2"
+        assert s["transport.feedback_interval_us"] == "1000"
+        assert s["transport.window_control"] == "true"             # the window is the YAML's (pinned for FIFO)
+        assert s["training.step_us"] == "10" and s["training.update_us"] == "250"
+        assert s["model.delivery"] == "unicast"
+    assert (fifo["queue.aggregation"], fifo["queue.fair"], fifo["transport.switch_feedback"]) == ("false", "false", "false")
+    assert (shesha["queue.aggregation"], shesha["queue.fair"], shesha["transport.switch_feedback"]) == ("true", "true", "true")
+
+
+def test_per_cluster_learners_and_the_command(scenario):
+    scenario["learners"] = "per_cluster"
+    assert settings_of(scenario, "shesha")["topology.shared_bottleneck"] == "false"
+    arm = scenario["arms"][0]
+    cmd = sim_check.sim_check_command("shesha-sim", scenario, arm, 3, {"step_us": 1, "update_us": 2}, ["a", "b"], "/o")
+    assert cmd[:3] == ["shesha-sim", "-q", "-o"] and cmd[cmd.index("-l") + 1] == "fifo-3"
+    assert cmd.count("--set") == len(sim_check.sim_settings(scenario, arm, 3, {"step_us": 1, "update_us": 2}, ["a", "b"]))
+
+
+def test_bad_values_name_the_key(scenario):
+    scenario["switches"][0]["bottleneck"]["rate"] = "fast"
+    with pytest.raises(LabError, match=r"switches\[0\]\.bottleneck\.rate"):
+        settings_of(scenario, "fifo")
+    scenario["switches"][0]["bottleneck"]["rate"] = "0"
+    with pytest.raises(LabError, match=r"switches\[0\]\.bottleneck\.rate: the simulator needs a shaped"):
+        settings_of(scenario, "fifo")
+    scenario["switches"].append(dict(scenario["switches"][0], name="tor2"))
+    with pytest.raises(LabError, match="more than one switch"):
+        settings_of(scenario, "fifo")
+
+
+def test_quantities():
+    assert sim_check.parse_quantity("40M", "k") == 40e6
+    assert sim_check.parse_quantity("16KiB", "k") == 16384
+    assert sim_check.parse_quantity(128, "k") == 128
+    with pytest.raises(LabError, match="^x.y: "):
+        sim_check.parse_quantity("-3", "x.y")
+
+
+def test_congestion_control_off_pins_the_window_at_w_max(scenario, tmp_path):
+    fifo = next(a for a in scenario["arms"] if a["name"] == "fifo")
+    shesha = next(a for a in scenario["arms"] if a["name"] == "shesha")
+    cluster = scenario["clusters"][0]
+    assert sim_check.sim_cluster_yaml(cluster, shesha, str(tmp_path)) == cluster["_config_used"]
+    import yaml
+    with open(sim_check.sim_cluster_yaml(cluster, fifo, str(tmp_path))) as f:
+        pinned = yaml.safe_load(f)
+    with open(cluster["_config_used"]) as f:
+        original = yaml.safe_load(f)
+    w_max = original["transport"]["w_max"]
+    assert (pinned["transport"]["w_init"], pinned["transport"]["w_min"], pinned["transport"]["w_max"]) == (w_max,) * 3
+    pinned["transport"].update({k: original["transport"][k] for k in ("w_init", "w_min", "w_max")})
+    assert pinned == original  # nothing else changed
+
+
+def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
+    # Cluster 1: 3 workers, 1000 updates each over 10 s, 5 steps per update, 1000 waits (1 s) each.
+    for w in range(3):
+        write_file(f"run/worker-c1-w{w}.json", {"wall_seconds": 10.0, "env_steps": 5000,
+                                                 "updates": {"computed": 1000, "waits_for_model": 600,
+                                                             "waits_for_version": 400}})
+    # Cluster 2: one worker wrote nothing, one never computed; one: 500 updates in 10 s, no waits.
+    write_file("run/worker-c2-w1.json", {"wall_seconds": 1.0, "env_steps": 0, "updates": {"computed": 0}})
+    write_file("run/worker-c2-w2.json", {"wall_seconds": 10.0, "env_steps": 2500, "updates": {"computed": 500}})
+    per_cluster = sim_check.rack_compute(str(tmp_path / "run"), scenario)
+    assert per_cluster["1"]["updates_per_s"] == pytest.approx(100.0)
+    assert per_cluster["1"]["update_s"] == pytest.approx(1e-2)     # 10 s / 1000 updates
+    assert per_cluster["1"]["waits"] == 3000
+    assert per_cluster["1"]["steps_per_update"] == pytest.approx(5.0)
+    assert per_cluster["2"]["workers"] == 1 and per_cluster["2"]["update_s"] == pytest.approx(0.02)
+    compute = sim_check.derive_compute(per_cluster, machine_step_us=10, machine_update_us=150)
+    # Pooled: (30 s + 10 s) over 3500 updates of 5 steps -> 40 s / (3500 * 200 us) = 57.14x.
+    assert compute["scale"] == pytest.approx(40 / 0.7)
+    assert compute["step_us"] == pytest.approx(10 * 40 / 0.7, abs=1e-3)
+    assert compute["update_us"] == pytest.approx(150 * 40 / 0.7, abs=1e-3)
+    assert sim_check.derive_compute({}) is None
+
+
+def write_sim_run(directory, seed, ttt, aom_us, drops, reached=(1, 1)):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "drops", "contributions_sent", "contributions_applied", "contributions_dropped",
+                    "sim_end_ms", "wall_s"])
+        w.writerow([f"x-{seed}", drops, 1000, 900, 100, 20000, 5.0])
+    with open(os.path.join(directory, "training.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "cluster", "reached", "seconds_to_target", "gradients_computed", "env_steps",
+                    "best_eval_mean"])
+        for c in (0, 1):
+            w.writerow([f"x-{seed}", c, reached[c], ttt[c], 6000, 30000, 500])
+    with open(os.path.join(directory, "clusters.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "cluster", "aom_mean_us"])
+        for c in (0, 1):
+            w.writerow([f"x-{seed}", c, aom_us[c]])
+
+
+def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
+    scenario["arms"] = [a for a in scenario["arms"] if a["name"] == "fifo"]
+    # The rack: cluster 1 reached its target in 8, 10, 12 s; cluster 2 in 30 s, never, 40 s.
+    results = {"fifo": {}}
+    for seed, (t1, t2) in zip((1, 2, 3), ((8.0, 30.0), (10.0, None), (12.0, 40.0))):
+        results["fifo"][str(seed)] = {"drops": 1000 * seed, "clusters": {
+            "1": {"time_to_target_s": t1, "aom_mean_ms": 20.0, "sent": 500, "contributions": 400},
+            "2": {"time_to_target_s": t2, "aom_mean_ms": 10.0, "sent": 500, "contributions": 400}}}
+    # The simulator: cluster 1 at 9, 11, 13 s (median 11: inside 8..12), AoM 30 ms (1.5x: inside 2x);
+    # cluster 2 at 50, 60 s and never (median 60: the rack's slowest seed never reached it, so inside),
+    # AoM 25 ms (2.5x: outside).
+    for seed, ttt in zip((1, 2, 3), ((9.0, 50.0), (11.0, 60.0), (13.0, 0.0))):
+        write_sim_run(str(tmp_path / "sim-check" / "fifo" / f"seed-{seed}"), seed, ttt, (30000, 25000), 2000 * seed,
+                      reached=(1, 0 if seed == 3 else 1))
+    computes = {"fifo": {str(s): {"step_us": 50, "update_us": 1200, "scale": 6.1, "rack": {
+        "1": {"updates_per_s": 100.0, "steps_per_update": 5.0}, "2": {"updates_per_s": 90.0, "steps_per_update": 4.9}}}
+        for s in (1, 2, 3)}}
+    with open(tmp_path / "sim-check" / "compute.json", "w") as f:
+        json.dump(computes, f)
+    lines = sim_check.sim_check_section(str(tmp_path), scenario, results)
+    rows = [l for l in lines if l.startswith("| fifo |")]
+    assert rows[0] == ("| fifo | 1 (CartPole-v1) | 10.0 (8.0..12.0) | 11.0 (9.0..13.0) | yes | 20.0 | 30.0 | 1.50 | "
+                       "yes | 2,000 | 4,000 | 20.0 % | 10.0 % | 100.0 | 100.0 |")
+    assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
+                       "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 100.0 |")
+    assert rows[2] == "| fifo | 1 | 50 | 1200 | 100.0, 5.00 | 90.0, 4.90 |"
+    text = "\n".join(lines)
+    assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text
+    assert "within 2x of the rack's: **not met** (1 of 2)" in text
+
+
+def test_a_sim_median_outside_the_rack_range_is_not_met(scenario):
+    scenario["arms"] = scenario["arms"][:1]
+    results = {"fifo": {"1": {"drops": 0, "clusters": {"1": {"time_to_target_s": 10.0}, "2": {"time_to_target_s": 5.0}}}}}
+    sim = {"fifo": {"1": {"sim_end_s": 1, "clusters": {"1": {"time_to_target_s": 10.5}, "2": {"time_to_target_s": None}}}}}
+    rows = sim_check.comparison_rows(scenario, results, sim)
+    assert [r["ttt_ok"] for r in rows] == [False, False]  # 10.5 > 10 (all rack seeds reached it); never vs 5
+    assert sim_check.sim_check_section("/nonexistent", scenario, results) == []
+
+
+def test_the_learners_own_link_when_the_simulator_has_a_key_for_it(scenario):
+    arm = scenario["arms"][0]
+    compute = {"step_us": 1, "update_us": 2}
+    without = sim_check.sim_settings(scenario, arm, 1, compute, ["a", "b"])
+    with_key = sim_check.sim_settings(scenario, arm, 1, compute, ["a", "b"], learner_down=True)
+    assert not any(s.startswith(sim_check.LEARNER_DOWN_KEY) for s in without)
+    assert f"{sim_check.LEARNER_DOWN_KEY}=10" in with_key and len(with_key) == len(without) + 1
+    text = "\n".join(sim_check.sim_check_lines(scenario, [], {}, learner_down=False))
+    assert f"has no `{sim_check.LEARNER_DOWN_KEY}`" in text

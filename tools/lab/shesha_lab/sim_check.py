@@ -1,0 +1,469 @@
+"""Checked against the rack (issue 27 item 3): the lab's own scenario in shesha-sim's training
+workload (real A3C workers and learners in virtual time, the switch pipeline itself), with the same
+workers, clusters, cluster YAMLs, shaped learner port, queue, marking, version tolerance, arms and
+seeds, and with the compute time per update measured in the rack run itself; and the report section
+that puts rack and simulator side by side per arm and cluster (time to target, AoM, drops).
+
+The simulator scenario is generated here from the lab scenario (one source of truth): sim_settings()
+maps every lab key the simulator models to a `--set` and lists what it does not model.
+
+  shesha-lab sim-check REPORT_DIR     runs it for a finished report directory and rewrites report.md
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from . import LabError
+from .analysis import median_or_none
+from .cluster_files import cluster_config_path
+from .processes import binaries
+from .raw_files import load_json, read_csv_rows, to_float
+
+SIM_CHECK_DIR = "sim-check"
+# The simulator's own measurement of this machine (shesha-sim --measure-compute, docs/simulation.md):
+# its split between per-step and per-update time is kept; the rack's measured time per update scales
+# both (the rack reports updates and env steps, not where the time went inside an update).
+MACHINE_STEP_US = 8.2
+MACHINE_UPDATE_US = 190.0
+# The rack shapes only the switch's egress toward the learners; the learners' own sends (MODEL,
+# CREDIT) leave on an unshaped veth. shesha-sim serializes the learner host's send queue at
+# links.learner_gbps too, unless it has a separate rate for it: this key, passed when the binary
+# accepts it (sim_accepts). Without it MODEL and CREDIT share the 40 Mbit/s with nothing else in the
+# way and the learners' send queues overflow (docs/simulation.md, "Checked against the rack").
+LEARNER_DOWN_KEY = "links.learner_down_gbps"
+# Goals (issue 27 item 3).
+AOM_FACTOR = 2.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Lab values -> numbers.
+
+_SUFFIX = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3}
+
+
+def parse_quantity(value, key):
+    """'40M' -> 40e6, '16KiB' -> 16384, 128 -> 128 (a trailing B or bit/s is ignored); the error names key."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(|k|K|M|G|Ki|Mi|Gi)(B|b|bit/s|bps)?\s*", str(value))
+    if not match:
+        raise LabError(f"{key}: cannot read {value!r} as a number (want e.g. 40M, 16KiB, 128)")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Compute time from the rack run.
+
+def rack_compute(run_dir, scenario):
+    """Per cluster, from its shesha-worker metrics JSONs in run_dir: updates computed, env steps,
+    wall seconds, the passes it waited (no model, or max_updates_per_version used up) -> {cid: {...}}
+    with updates_per_s (per worker, over its wall time), steps_per_update and update_s (wall seconds
+    per update, 1 / updates_per_s). Clusters without metrics are left out."""
+    out = {}
+    for cluster in scenario["clusters"]:
+        cid = cluster["id"]
+        computed = steps = wall = waits = 0.0
+        workers = 0
+        for worker in range(cluster["workers"]):
+            metrics = load_json(os.path.join(run_dir, f"worker-c{cid}-w{worker}.json"))
+            if not metrics:
+                continue
+            updates = metrics.get("updates") or {}
+            if not to_float(updates.get("computed")) or not to_float(metrics.get("wall_seconds")):
+                continue
+            workers += 1
+            computed += float(updates["computed"])
+            steps += float(metrics.get("env_steps") or 0)
+            wall += float(metrics["wall_seconds"])
+            waits += float(updates.get("waits_for_model") or 0) + float(updates.get("waits_for_version") or 0)
+        if not workers:
+            continue
+        # Time per update = 1 / (updates per second per worker), over the worker's wall time: the
+        # rack's workers share one core with each other and the learners, so this is the compute
+        # time as the rack saw it. Waits for a model or a new version are in it too (up to 1 ms a
+        # pass, fewer when traffic wakes the worker: not measurable from the metrics); the
+        # simulator models those waits itself (docs/simulation.md, "Checked against the rack").
+        busy = wall
+        out[str(cid)] = {"workers": workers, "updates": computed, "env_steps": steps, "wall_s": wall,
+                         "waits": waits, "busy_s": busy, "updates_per_s": computed / wall,
+                         "steps_per_update": steps / computed, "update_s": busy / computed}
+    return out
+
+
+def derive_compute(per_cluster, machine_step_us=MACHINE_STEP_US, machine_update_us=MACHINE_UPDATE_US):
+    """training.step_us and training.update_us (one pair for every cluster: the simulator has no
+    per-cluster compute keys) from the rack's compute per update: the machine's split between steps
+    and the gradient, scaled so that the pooled time per update over every worker update of the
+    run is the rack's -> {"step_us", "update_us", "scale"}; None without measurements."""
+    measured = [c for c in per_cluster.values() if c["updates"] > 0]
+    if not measured:
+        return None
+    rack_s = sum(c["busy_s"] for c in measured)
+    model_s = sum(c["updates"] * (c["steps_per_update"] * machine_step_us + machine_update_us) * 1e-6
+                  for c in measured)
+    scale = rack_s / model_s
+    return {"step_us": round(machine_step_us * scale, 3), "update_us": round(machine_update_us * scale, 3),
+            "scale": scale}
+
+
+# ----------------------------------------------------------------------------------------------
+# The simulator scenario from the lab scenario.
+
+def unsupported(scenario):
+    """Why the scenario cannot be checked in the simulator at all ('' if it can)."""
+    if len(scenario["switches"]) != 1 or scenario["links"]:
+        return "more than one switch (the training check models one ToR)"
+    if scenario.get("_processes", "drl") != "drl":
+        return "no DRL processes ran (synthetic stand-ins): nothing to compare a time to target with"
+    return ""
+
+
+def not_modelled(scenario, arm):
+    """The lab settings that the simulator does not model for this arm (each one line)."""
+    switch = scenario["switches"][0]
+    bottleneck = switch["bottleneck"]
+    notes = []
+    if bottleneck["mark_sojourn_us"]:
+        notes.append(f"switches[0].bottleneck.mark_sojourn_us ({bottleneck['mark_sojourn_us']}): the simulator marks on depth only")
+    if arm["scheduling"] == "drr" and len({c["weight"] for c in scenario["clusters"]}) > 1:
+        notes.append("clusters[].weight: the simulator's fair queues give every cluster weight 1")
+    if scenario["cross_traffic"]["enabled"]:
+        notes.append("cross_traffic: not simulated")
+    if (scenario.get("faults") or {}).get("events") and arm.get("_faults"):
+        notes.append("faults: not simulated (arms with faults are left out; their -nofaults twins are checked)")
+    return notes
+
+
+def sim_cluster_yaml(cluster, arm, dest_dir):
+    """The cluster YAML the simulator reads for this arm: the one the rack's processes used
+    (clusters[]._config_used, with the scenario's chunk_elems and merged_steps), and for an arm with
+    congestion_control off its window pinned at transport.w_max (w_init = w_min = w_max), which is
+    what shesha-worker --congestion-control off does: the window starts at w_max and, marks and
+    FEEDBACK ignored, never moves; credits still clock it and the credit timeout still applies.
+    -> path."""
+    src = cluster.get("_config_replicated") if arm["model_delivery"] == "replicated" else None
+    src = src or cluster.get("_config_used") or cluster_config_path(cluster)
+    if not src or not os.path.isfile(src):
+        raise LabError(f"clusters[id={cluster['id']}].config: {src or '(empty)'} does not exist")
+    if arm["congestion_control"]:
+        return src
+    with open(src) as f:
+        text = f.read()
+    match = re.search(r"(?m)^\s+w_max:\s*([0-9.]+)", text)
+    w_max = match.group(1) if match else "256"  # the cluster YAML's default
+    for key in ("w_init", "w_min", "w_max"):
+        text, count = re.subn(rf"(?m)^(\s+){key}:\s*[0-9.]+", lambda m: f"{m.group(1)}{key}: {w_max}", text)
+        if count == 0:
+            text, count = re.subn(r"(?m)^transport:[^\n]*\n", lambda m: f"{m.group(0)}  {key}: {w_max}\n", text)
+        if count != 1:
+            raise LabError(f"{src}: cannot set transport.{key} for the simulator (expected one '{key}:' line)")
+    text = (f"# {os.path.basename(src)} with the window pinned at w_max = {w_max} (arm '{arm['name']}': "
+            "congestion_control off; set by shesha-lab sim-check)\n" + text)
+    os.makedirs(dest_dir, exist_ok=True)
+    dest = os.path.join(dest_dir, f"{arm['name']}-c{cluster['id']}-{os.path.basename(src)}")
+    with open(dest, "w") as f:
+        f.write(text)
+    return dest
+
+
+def sim_accepts(sim, key, value):
+    """Whether the shesha-sim binary accepts `--set key=value` (a tiny synthetic run; exit 2 names
+    an unknown key)."""
+    cmd = [sim, "-q", "--log-level", "off", "--set", "duration_ms=0.01", "--set", "workload.clusters=1",
+           "--set", "workload.workers_per_cluster=1", "--set", f"{key}={value}"]
+    try:
+        return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False):
+    """The shesha-sim `--set` list (key=value strings, in a fixed order) for one arm and seed of the
+    lab scenario: compute is derive_compute()'s, cluster_files one cluster YAML per cluster;
+    learner_down: the simulator has LEARNER_DOWN_KEY (the learners' sends at host speed, as on the rack)."""
+    unsupported_why = unsupported(scenario)
+    if unsupported_why:
+        raise LabError(f"sim-check: {unsupported_why}")
+    switch = scenario["switches"][0]
+    bottleneck = switch["bottleneck"]
+    rate = parse_quantity(bottleneck["rate"], "switches[0].bottleneck.rate")
+    if rate <= 0:
+        raise LabError("switches[0].bottleneck.rate: the simulator needs a shaped learner port (a rate above 0)")
+    queue_bytes = parse_quantity(bottleneck["queue_bytes"], "switches[0].bottleneck.queue_bytes")
+
+    def on(flag):
+        return "true" if flag else "false"
+    return [
+        f"seed={seed}",
+        f"duration_ms={scenario['duration_s'] * 1000:g}",
+        "topology.kind=tor",
+        f"topology.shared_bottleneck={on(scenario['learners'] == 'shared')}",
+        "workload.kind=training",
+        f"workload.cluster_workers={','.join(str(c['workers']) for c in scenario['clusters'])}",
+        "training.clusters=" + ",".join(cluster_files),
+        "training.targets=" + ",".join(f"{c['target_return']:g}" for c in scenario["clusters"]),
+        f"training.step_us={compute['step_us']:g}",
+        f"training.update_us={compute['update_us']:g}",
+        "training.stop_at_target=true",
+        # The learner port's shaper; worker links are veths (fast, unshaped).
+        f"links.learner_gbps={rate / 1e9:g}",
+        "links.host_gbps=10",
+    ] + ([f"{LEARNER_DOWN_KEY}=10"] if learner_down else []) + [
+        f"queue.capacity_packets={bottleneck['queue_packets']}",
+        f"queue.capacity_bytes={max(9100, int(queue_bytes))}",
+        f"queue.mark_depth_packets={bottleneck['mark_depth_packets']}",
+        f"queue.version_tolerance={switch['version_tolerance']}",
+        f"queue.aggregation={on(arm['aggregation'])}",
+        f"queue.fair={on(arm['scheduling'] == 'drr')}",
+        # Windows always on: an arm without congestion control runs the YAML with its window pinned
+        # at w_max (sim_cluster_yaml), as shesha-worker --congestion-control off does.
+        "transport.window_control=true",
+        f"transport.switch_feedback={on(arm['feedback'])}",
+        f"transport.feedback_interval_us={switch['feedback_interval_us']}",
+        f"model.delivery={arm['model_delivery']}",
+        "output.sample_us=100000",
+    ]
+
+
+def sim_check_command(sim, scenario, arm, seed, compute, cluster_files, run_dir, learner_down=False):
+    """The whole shesha-sim command line for one arm and seed, writing its CSVs into run_dir."""
+    cmd = [sim, "-q", "-o", run_dir, "-l", f"{arm['name']}-{seed}", "--log-level", "warn"]
+    for setting in sim_settings(scenario, arm, seed, compute, cluster_files, learner_down):
+        cmd += ["--set", setting]
+    return cmd
+
+
+def run_sim_check(out, build, log=print, sim=None):
+    """Runs the simulator for every arm and seed of the report directory out that has rack data, with
+    that run's measured compute; writes out/sim-check/ (compute.json, commands.txt, one directory of
+    CSVs per arm and seed). Returns False (after saying why) if it could not run."""
+    with open(os.path.join(out, "configs", "scenario.effective.json")) as f:
+        scenario = json.load(f)
+    why = unsupported(scenario)
+    if why:
+        log(f"shesha-lab: no simulator check: {why}")
+        return False
+    sim = sim or binaries(build)["sim"]
+    if not os.access(sim, os.X_OK):
+        log(f"shesha-lab: {sim} not built: no simulator check")
+        return False
+    check_dir = os.path.join(out, SIM_CHECK_DIR)
+    shutil.rmtree(check_dir, ignore_errors=True)
+    os.makedirs(check_dir)
+    computes, commands = {}, []
+    learner_down = sim_accepts(sim, LEARNER_DOWN_KEY, 10)
+    if not learner_down:
+        log(f"shesha-lab: sim-check: {sim} has no {LEARNER_DOWN_KEY}: the learners' MODEL and CREDIT leave at "
+            "the shaped rate in the simulator, not at veth speed as on the rack")
+    for arm in scenario["arms"]:
+        if arm.get("_faults"):
+            log(f"shesha-lab: sim-check: arm '{arm['name']}' skipped (faults are not simulated; its -nofaults twin is)")
+            continue
+        cluster_files = [sim_cluster_yaml(c, arm, os.path.join(check_dir, "configs")) for c in scenario["clusters"]]
+        for seed in scenario["seeds"]:
+            rack_dir = os.path.join(out, "raw", arm["name"], f"seed-{seed}")
+            per_cluster = rack_compute(rack_dir, scenario)
+            compute = derive_compute(per_cluster)
+            if compute is None:
+                log(f"shesha-lab: sim-check: no worker metrics in {rack_dir}: skipped")
+                continue
+            computes.setdefault(arm["name"], {})[str(seed)] = {"rack": per_cluster, **compute}
+            run_dir = os.path.join(check_dir, arm["name"], f"seed-{seed}")
+            cmd = sim_check_command(sim, scenario, arm, seed, compute, cluster_files, run_dir, learner_down)
+            commands.append(" ".join(cmd))
+            result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if result.returncode != 0:
+                log(f"shesha-lab: shesha-sim failed ({' '.join(cmd)}):\n{result.stdout[-2000:]}")
+                return False
+            log(f"   simulator check: arm '{arm['name']}', seed {seed} done (step {compute['step_us']:g} us, "
+                f"update {compute['update_us']:g} us)")
+    with open(os.path.join(check_dir, "compute.json"), "w") as f:
+        json.dump(computes, f, indent=1)
+    with open(os.path.join(check_dir, "sim.json"), "w") as f:
+        json.dump({"sim": sim, "learner_down": learner_down}, f, indent=1)
+    with open(os.path.join(check_dir, "commands.txt"), "w") as f:
+        f.write("\n".join(commands) + "\n")
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading the simulator's runs, and the side-by-side section.
+
+def read_sim_run(run_dir):
+    """One simulator run's numbers from its CSVs -> {"clusters": {cid: {...}}, "drops", ...} or None.
+    The simulator numbers clusters from 0 in the scenario's order; cids maps them back."""
+    summary = read_csv_rows(os.path.join(run_dir, "summary.csv"))
+    training = read_csv_rows(os.path.join(run_dir, "training.csv"))
+    if not summary or not training:
+        return None
+    row = summary[0]
+    clusters = {row_c["cluster"]: row_c for row_c in read_csv_rows(os.path.join(run_dir, "clusters.csv"))}
+    # The rack's drops are the switch's tail drops at the learner port(s): the simulator's hop of the
+    # same name (its total also counts the learners' own send queues and every other port).
+    drops = to_float(row.get("learner_port_drops"))
+    out = {"drops": drops if drops is not None else to_float(row.get("drops")), "contributions_sent": to_float(row.get("contributions_sent")),
+           "contributions_applied": to_float(row.get("contributions_applied")),
+           "contributions_dropped": to_float(row.get("contributions_dropped")),
+           "sim_end_s": (to_float(row.get("sim_end_ms")) or 0) / 1000.0, "wall_s": to_float(row.get("wall_s")),
+           "clusters": {}}
+    for t in training:
+        index = t["cluster"]
+        aom_us = to_float((clusters.get(index) or {}).get("aom_mean_us"))
+        out["clusters"][index] = {
+            "time_to_target_s": to_float(t["seconds_to_target"]) if t.get("reached") == "1" else None,
+            "aom_mean_ms": aom_us / 1000.0 if aom_us is not None else None,
+            "gradients": to_float(t.get("gradients_computed")), "env_steps": to_float(t.get("env_steps")),
+            "best_return": to_float(t.get("best_eval_mean"))}
+    return out
+
+
+def read_sim_check(out, scenario):
+    """{arm: {seed: read_sim_run() with clusters keyed by the lab's cluster ids}} for out/sim-check."""
+    runs = {}
+    for arm in scenario["arms"]:
+        for seed in scenario["seeds"]:
+            run = read_sim_run(os.path.join(out, SIM_CHECK_DIR, arm["name"], f"seed-{seed}"))
+            if run is None:
+                continue
+            run["clusters"] = {str(c["id"]): run["clusters"].get(str(i), {}) for i, c in enumerate(scenario["clusters"])}
+            runs.setdefault(arm["name"], {})[str(seed)] = run
+    return runs
+
+
+def _ttt_span(values):
+    """'median (fastest..slowest)' in s; a run that never reached the target counts as slowest."""
+    if not values:
+        return "-"
+    reached = sorted(v for v in values if v is not None)
+    median = median_or_none(values)
+    slowest = f"{reached[-1]:.1f}" if reached and len(reached) == len(values) else "never"
+    fastest = f"{reached[0]:.1f}" if reached else "never"
+    return f"{'never' if median is None else f'{median:.1f}'} ({fastest}..{slowest})"
+
+
+def _fmt(x, digits=1):
+    return "n/a" if x is None else f"{x:,.{digits}f}"
+
+
+def comparison_rows(scenario, results, sim_runs, computes=None):
+    """Per arm and cluster, rack against simulator over the seeds both have: times to target, AoM,
+    drops (per arm: the bottleneck's tail drops, and contributions lost as a share of those sent),
+    updates per second per worker, and the two verdicts -> [dict]."""
+    rows = []
+    computes = computes or {}
+    for arm in scenario["arms"]:
+        name = arm["name"]
+        seeds = [str(s) for s in scenario["seeds"] if str(s) in results.get(name, {}) and str(s) in sim_runs.get(name, {})]
+        if not seeds:
+            continue
+        for cluster in scenario["clusters"]:
+            cid = str(cluster["id"])
+            rack = [results[name][s]["clusters"].get(cid, {}) for s in seeds]
+            sim = [sim_runs[name][s]["clusters"].get(cid, {}) for s in seeds]
+            rack_ttt = [c.get("time_to_target_s") for c in rack]
+            sim_ttt = [c.get("time_to_target_s") for c in sim]
+            rack_aom = median_or_none([c["aom_mean_ms"] for c in rack if c.get("aom_mean_ms") is not None])
+            sim_aom = median_or_none([c["aom_mean_ms"] for c in sim if c.get("aom_mean_ms") is not None])
+            sim_median = median_or_none(sim_ttt)
+            reached = [t for t in rack_ttt if t is not None]
+            if sim_median is None:
+                # "never" lies within the rack's range only if the rack's slowest seed never reached it.
+                ttt_ok = len(reached) < len(rack_ttt)
+            else:
+                ttt_ok = bool(reached) and min(reached) <= sim_median and (
+                    len(reached) < len(rack_ttt) or sim_median <= max(reached))
+            aom_ratio = sim_aom / rack_aom if sim_aom is not None and rack_aom else None
+            rack_rate = median_or_none([((computes.get(name, {}).get(s) or {}).get("rack") or {}).get(cid, {})
+                                        .get("updates_per_s") for s in seeds
+                                        if ((computes.get(name, {}).get(s) or {}).get("rack") or {}).get(cid)])
+            sim_rate = median_or_none([
+                c["gradients"] / (cluster["workers"] * sim_runs[name][s]["sim_end_s"])
+                for s, c in zip(seeds, sim) if c.get("gradients") is not None and sim_runs[name][s]["sim_end_s"] > 0])
+
+            def lost(sent, applied):
+                return 100.0 * (sent - applied) / sent if sent and applied is not None else None
+            rows.append({
+                "arm": name, "cluster": cid, "env": cluster["env"], "seeds": seeds,
+                "rack_ttt": rack_ttt, "sim_ttt": sim_ttt, "rack_ttt_cell": _ttt_span(rack_ttt),
+                "sim_ttt_cell": _ttt_span(sim_ttt), "ttt_ok": ttt_ok,
+                "rack_aom_ms": rack_aom, "sim_aom_ms": sim_aom, "aom_ratio": aom_ratio,
+                "aom_ok": aom_ratio is not None and 1 / AOM_FACTOR <= aom_ratio <= AOM_FACTOR,
+                "rack_drops": median_or_none([results[name][s].get("drops") for s in seeds]),
+                "sim_drops": median_or_none([sim_runs[name][s].get("drops") for s in seeds]),
+                "rack_lost_pct": median_or_none([lost(sum((c.get("sent") or 0) for c in results[name][s]["clusters"].values()),
+                                                      sum((c.get("contributions") or 0) for c in results[name][s]["clusters"].values()))
+                                                 for s in seeds]),
+                "sim_lost_pct": median_or_none([lost(sim_runs[name][s].get("contributions_sent"),
+                                                     sim_runs[name][s].get("contributions_applied")) for s in seeds]),
+                "rack_updates_per_s": rack_rate, "sim_updates_per_s": sim_rate,
+            })
+    return rows
+
+
+def sim_check_section(out, scenario, results):
+    """The report's "Checked against the simulator" section ([] without out/sim-check)."""
+    sim_runs = read_sim_check(out, scenario)
+    if not sim_runs:
+        return []
+    computes = load_json(os.path.join(out, SIM_CHECK_DIR, "compute.json")) or {}
+    rows = comparison_rows(scenario, results, sim_runs, computes)
+    sim_info = load_json(os.path.join(out, SIM_CHECK_DIR, "sim.json")) or {}
+    return sim_check_lines(scenario, rows, computes, sim_info.get("learner_down", True))
+
+
+def sim_check_lines(scenario, rows, computes, learner_down=True):
+    """The section's markdown lines from comparison_rows() and compute.json's contents."""
+    lines = ["", "## Checked against the simulator", "",
+             "The same scenario in shesha-sim's training workload (real A3C workers and learners in virtual "
+             "time, the switch pipeline itself; docs/simulation.md, \"Checked against the rack\"): the same "
+             "clusters, cluster YAMLs, workers, shaped learner port, queue, marking, version tolerance, arms and "
+             "seeds, with each run's compute time per update measured in that rack run (its workers' updates "
+             "per second; `sim-check/compute.json`, commands in `sim-check/commands.txt`). Times to target: "
+             "median (fastest..slowest) over the seeds, rack on the learner's wall clock, simulator in virtual "
+             "seconds. AoM: median over the seeds of each learner's time-average. Drops (per arm): tail drops "
+             "at the learner port (packets), and contributions lost (sent but never applied, % of those sent). "
+             "Updates/s: gradients per second per worker over the run (rack: wall time; simulator: virtual).", ""]
+    lines += ["| arm | cluster | time to target rack (s) | simulator (s) | within rack's range | AoM rack (ms) | "
+              "simulator (ms) | ratio | within 2x | drops rack | simulator | lost rack | simulator | "
+              "updates/s/worker rack | simulator |",
+              "|" + "---|" * 15]
+    for r in rows:
+        lines.append(
+            f"| {r['arm']} | {r['cluster']} ({r['env']}) | {r['rack_ttt_cell']} | {r['sim_ttt_cell']} | "
+            f"{'yes' if r['ttt_ok'] else '**no**'} | {_fmt(r['rack_aom_ms'])} | {_fmt(r['sim_aom_ms'])} | "
+            f"{_fmt(r['aom_ratio'], 2)} | {'yes' if r['aom_ok'] else '**no**'} | {_fmt(r['rack_drops'], 0)} | "
+            f"{_fmt(r['sim_drops'], 0)} | {_fmt(r['rack_lost_pct'])} % | {_fmt(r['sim_lost_pct'])} % | "
+            f"{_fmt(r['rack_updates_per_s'])} | {_fmt(r['sim_updates_per_s'])} |")
+    if rows:
+        ttt_met = sum(r["ttt_ok"] for r in rows)
+        aom_met = sum(r["aom_ok"] for r in rows)
+        lines += ["",
+                  f"- Simulator's median time to target within the rack's fastest..slowest seed: **"
+                  f"{'met' if ttt_met == len(rows) else 'not met'}** ({ttt_met} of {len(rows)} arm-cluster pairs).",
+                  f"- Simulator's AoM within {AOM_FACTOR:g}x of the rack's: **"
+                  f"{'met' if aom_met == len(rows) else 'not met'}** ({aom_met} of {len(rows)})."]
+    if computes:
+        lines += ["", "Compute time per run (`training.step_us` / `training.update_us`: the simulator's measured "
+                  f"split of {MACHINE_STEP_US:g} us per step and {MACHINE_UPDATE_US:g} us per gradient, scaled so "
+                  "that the time per update is the rack's, 1 / its updates per second per worker, pooled over the "
+                  "clusters):", ""]
+        lines += ["| arm | seed | step (us) | update (us) | " + " | ".join(
+            f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
+            "|" + "---|" * (4 + len(scenario["clusters"]))]
+        for arm in scenario["arms"]:
+            for seed, c in sorted((computes.get(arm["name"]) or {}).items(), key=lambda kv: int(kv[0])):
+                cells = []
+                for cluster in scenario["clusters"]:
+                    m = (c.get("rack") or {}).get(str(cluster["id"]))
+                    cells.append(f"{m['updates_per_s']:.1f}, {m['steps_per_update']:.2f}" if m else "-")
+                lines.append(f"| {arm['name']} | {seed} | {c['step_us']:g} | {c['update_us']:g} | " + " | ".join(cells) + " |")
+    notes = sorted({n for arm in scenario["arms"] for n in not_modelled(scenario, arm)})
+    if not learner_down:
+        notes.insert(0, f"the learners' own link: this shesha-sim has no `{LEARNER_DOWN_KEY}`, so MODEL and CREDIT "
+                        "leave the learners at the shaped rate (the rack shapes only the switch's egress toward the "
+                        "learners): the learners' send queues overflow and MODEL is lost")
+    if notes:
+        lines += ["", "Not modelled for this scenario:", ""] + [f"- {n}" for n in notes]
+    return lines
