@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -120,7 +121,7 @@ struct Switch::Lcore {
 
 namespace {
 
-constexpr std::uint32_t kPeerRingSize = 4096;
+constexpr std::uint32_t kMinPeerRingSize = 4096;
 constexpr unsigned kPeerUpdatesPerRound = 64;
 
 std::atomic<unsigned> g_ring_serial{0};
@@ -185,7 +186,7 @@ Switch::Switch(const core::SwitchConfig& config, std::span<const std::uint16_t> 
         for (auto& lc : lcores_) {
             lc->pipeline.start_peer_sync();
             const std::string name = fmt::format("shesha_peer{}", g_ring_serial.fetch_add(1));
-            lc->inbox = rte_ring_create_elem(name.c_str(), sizeof(core::PeerUpdate), kPeerRingSize,
+            lc->inbox = rte_ring_create_elem(name.c_str(), sizeof(core::PeerUpdate), peer_ring_size(cfg_),
                                              static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
             if (lc->inbox == nullptr)
                 throw std::runtime_error(fmt::format("cannot create ring {}: {}", name, rte_strerror(rte_errno)));
@@ -286,6 +287,14 @@ void Switch::drain() noexcept {
         lc->pipeline.drain(lc->last_now);  // the data path's clock (tests use their own)
         for (std::size_t i = 0; i < ports_.size(); ++i) lc->publish_port(i, 0);
     }
+}
+
+std::uint32_t Switch::peer_ring_size(const core::SwitchConfig& cfg) noexcept {
+    std::uint64_t entries = cfg.fdb_capacity;
+    for (const auto& c : cfg.clusters)
+        if (c.model_replication) entries += c.model_replication->max_members;
+    return static_cast<std::uint32_t>(
+        std::bit_ceil(std::clamp<std::uint64_t>(2 * entries + 1, kMinPeerRingSize, std::uint64_t{1} << 24)));
 }
 
 core::SwitchCounters Switch::lcore_counters(unsigned lcore) const noexcept {

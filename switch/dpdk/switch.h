@@ -116,6 +116,10 @@ public:
     SwitchSnapshot snapshot(std::uint64_t now) const;
     // One lcore's share of the switch-wide counters (tests check that the sum is the snapshot's).
     core::SwitchCounters lcore_counters(unsigned lcore) const noexcept;
+    // Entries of each lcore's peer-update ring (it holds one fewer): room for two full exports (every
+    // station of a full FDB and every replication member), so the once-a-second resync always fits
+    // into a ring the peer has drained; at least 4096.
+    static std::uint32_t peer_ring_size(const core::SwitchConfig& cfg) noexcept;
 
 private:
     struct PortState;

@@ -1005,6 +1005,78 @@ TEST_CASE("two lcores: each polls whole ports, merges what it polled, shares the
     CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);
 }
 
+TEST_CASE("two lcores: peer updates lost to a full ring are counted, and the once-a-second export repairs them", "[dpdk]") {
+    // p0 and p2 belong to lcore 0, p1 and p3 to lcore 1. 32 stations flap between p0 and p2 while
+    // lcore 1 never polls, so its peer ring fills; then they settle on p0, and those updates are lost.
+    Rig rig(4);
+    core::SwitchConfig cfg = rig.config(2);
+    cfg.fdb_capacity = 64;  // a small FDB: its ring has the minimum size
+    rig.start(cfg);
+    const std::uint32_t ring_usable = sw::Switch::peer_ring_size(cfg) - 1;  // a DPDK ring keeps one free
+    REQUIRE(ring_usable == 4095);
+    const frame::MacAddr learner = mac(0x50);
+    auto station = [](int k) { return frame::MacAddr{0x02, 0, 0, 1, 0, static_cast<std::uint8_t>(k)}; };
+    auto free_outputs = [&] {
+        for (std::size_t p = 0; p < 4; ++p) Rig::free_all(rig.take(p));
+    };
+    {
+        sw::Switch s(cfg, rig.ids, g_pool, kHz);
+        std::uint64_t now = kHz;
+        rig.inject(3, l2_frame(learner, kBroadcast, 0));  // both lcores learn the learner (on p3)
+        run_round(s, now);
+        run_round(s, now);
+        free_outputs();
+
+        // Each round of lcore 0 alone: 32 stations on p0, then on p2: 64 moves, 64 peer updates.
+        const int rounds = static_cast<int>((ring_usable + 1) / 64);  // the last update of the last round is lost
+        for (int r = 0; r < rounds; ++r) {
+            for (int k = 0; k < 32; ++k) rig.inject(0, l2_frame(station(k), learner, static_cast<std::uint8_t>(k)));
+            for (int k = 0; k < 32; ++k) rig.inject(2, l2_frame(station(k), learner, static_cast<std::uint8_t>(k)));
+            s.poll_round(0, now);
+            free_outputs();
+        }
+        // They settle on p0, one tick later: 32 more updates, all lost.
+        for (int k = 0; k < 32; ++k) rig.inject(0, l2_frame(station(k), learner, static_cast<std::uint8_t>(k)));
+        s.poll_round(0, now + 1);
+        free_outputs();
+        const std::uint64_t updates = 64ull * rounds + 32;
+        CHECK(s.lcore_counters(0)[core::SwitchCounter::PeerSyncDropped] == updates - ring_usable);
+        CHECK(s.lcore_counters(1)[core::SwitchCounter::PeerSyncDropped] == 0);
+        CHECK(snap(s, now + 1)[core::SwitchCounter::PeerSyncDropped] == updates - ring_usable);
+
+        // Lcore 1 drains its ring (64 a round), then sends one frame to each station from p1.
+        auto where_lcore1_sends = [&](std::uint64_t t) {
+            std::array<std::size_t, 4> out{};
+            for (int k = 0; k < 32; ++k) rig.inject(1, l2_frame(learner, station(k), static_cast<std::uint8_t>(k)));
+            s.poll_round(1, t);
+            for (std::size_t p = 0; p < 4; ++p) {
+                const auto v = rig.take(p);
+                out[p] = v.size();
+                Rig::free_all(v);
+            }
+            return out;
+        };
+        for (unsigned i = 0; i < ring_usable / 64 + 2; ++i) s.poll_round(1, now + 1);
+        free_outputs();
+        const auto before = where_lcore1_sends(now + 1);
+        CHECK(before[0] + before[2] == 32);  // known stations: no flood to p3
+        CHECK(before[3] == 0);
+        CHECK(before[2] == 31);  // the last kept updates put stations 0-30 on p2 (their last p2 move)
+        CHECK(before[0] == 1);   // and station 31 on p0 (its p2 move was the first lost)
+
+        // A second later lcore 0 exports every station it saw since its last export; lcore 1 applies
+        // them at the start of its next round.
+        run_round(s, now + kHz);
+        free_outputs();
+        const auto after = where_lcore1_sends(now + kHz);
+        CHECK(after[0] == 32);
+        CHECK(after[2] == 0);
+        CHECK(after[3] == 0);
+        CHECK(s.lcore_counters(0)[core::SwitchCounter::PeerSyncDropped] == updates - ring_usable);  // none since
+    }
+    CHECK(rte_mempool_avail_count(g_pool) == rig.avail_before);  // nothing leaked
+}
+
 TEST_CASE("a port with fewer TX queues than lcores is refused, naming lcores and the limit", "[dpdk]") {
     ensure_eal();
     rte_ring* rx = rte_ring_create("one_q_rx", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
