@@ -186,3 +186,24 @@ def test_the_learners_own_link_when_the_simulator_has_a_key_for_it(scenario):
     assert f"{sim_check.LEARNER_DOWN_KEY}=10" in with_key and len(with_key) == len(without) + 1
     text = "\n".join(sim_check.sim_check_lines(scenario, [], {}, learner_down=False))
     assert f"has no `{sim_check.LEARNER_DOWN_KEY}`" in text
+
+
+def test_sim_aom_is_the_series_up_to_the_clusters_target(tmp_path):
+    # Cluster 0 reached its target at 2 s: its AoM samples after that (the learner would have
+    # stopped on the rack) do not count; cluster 1 never did: all of its samples count. Without a
+    # series, the simulator's LearnerCore figure.
+    run = tmp_path / "run"
+    write_sim_run(str(run), 1, (2.0, 0.0), (50000, 7000), 0, reached=(1, 0))
+    with open(run / "series.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "t_ms", "metric", "key", "value"])
+        for t_ms, a0, a1 in ((1000, 1000, 3000), (2000, 3000, 5000), (3000, 90000, 7000)):
+            w.writerow(["x", t_ms, "aom_us", 0, a0])
+            w.writerow(["x", t_ms, "aom_us", 1, a1])
+            w.writerow(["x", t_ms, "window_mean", 0, 99])
+    got = sim_check.read_sim_run(str(run))
+    assert got["clusters"]["0"]["aom_mean_ms"] == pytest.approx(2.0)
+    assert got["clusters"]["0"]["aom_core_ms"] == pytest.approx(50.0)
+    assert got["clusters"]["1"]["aom_mean_ms"] == pytest.approx(5.0)
+    os.remove(run / "series.csv")
+    assert sim_check.read_sim_run(str(run))["clusters"]["0"]["aom_mean_ms"] == pytest.approx(50.0)

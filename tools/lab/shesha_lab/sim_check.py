@@ -33,6 +33,8 @@ MACHINE_UPDATE_US = 190.0
 # accepts it (sim_accepts). Without it MODEL and CREDIT share the 40 Mbit/s with nothing else in the
 # way and the learners' send queues overflow (docs/simulation.md, "Checked against the rack").
 LEARNER_DOWN_KEY = "links.learner_down_gbps"
+# The simulator's AoM sampling grid for the series the check reads AoM from (series_aom).
+SERIES_SAMPLE_US = 10000
 # Goals (issue 27 item 3).
 AOM_FACTOR = 2.0
 
@@ -223,7 +225,8 @@ def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False
         f"transport.switch_feedback={on(arm['feedback'])}",
         f"transport.feedback_interval_us={switch['feedback_interval_us']}",
         f"model.delivery={arm['model_delivery']}",
-        "output.sample_us=100000",
+        # AoM from the series (series_aom): sampled every 10 ms of virtual time.
+        f"output.sample_us={SERIES_SAMPLE_US}",
     ]
 
 
@@ -308,14 +311,35 @@ def read_sim_run(run_dir):
            "contributions_dropped": to_float(row.get("contributions_dropped")),
            "sim_end_s": (to_float(row.get("sim_end_ms")) or 0) / 1000.0, "wall_s": to_float(row.get("wall_s")),
            "clusters": {}}
+    series = series_aom(os.path.join(run_dir, "series.csv"))
     for t in training:
         index = t["cluster"]
-        aom_us = to_float((clusters.get(index) or {}).get("aom_mean_us"))
+        ttt = to_float(t["seconds_to_target"]) if t.get("reached") == "1" else None
+        core_us = to_float((clusters.get(index) or {}).get("aom_mean_us"))
+        samples = [a for t_s, a in series.get(index, []) if ttt is None or t_s <= ttt]
         out["clusters"][index] = {
-            "time_to_target_s": to_float(t["seconds_to_target"]) if t.get("reached") == "1" else None,
-            "aom_mean_ms": aom_us / 1000.0 if aom_us is not None else None,
+            "time_to_target_s": ttt,
+            # The rack's AoM is its learner's time-average until it stopped at its target (or the
+            # end); the simulator's LearnerCore figure (aom_core_ms) runs to the end of the run, up to
+            # an evaluation interval after the stop without arrivals, and on past a cluster's own
+            # target. So: the series' AoM samples up to the cluster's target.
+            "aom_mean_ms": sum(samples) / len(samples) / 1000.0 if samples else (
+                core_us / 1000.0 if core_us is not None else None),
+            "aom_core_ms": core_us / 1000.0 if core_us is not None else None,
             "gradients": to_float(t.get("gradients_computed")), "env_steps": to_float(t.get("env_steps")),
             "best_return": to_float(t.get("best_eval_mean"))}
+    return out
+
+
+def series_aom(path):
+    """The simulator's series.csv -> {cluster index (str): [(t_s, AoM us)]} (metric aom_us: now minus
+    the freshest generation time the cluster's learner has received, on the sampling grid)."""
+    out = {}
+    for row in read_csv_rows(path):
+        if row.get("metric") == "aom_us":
+            t_ms, value = to_float(row.get("t_ms")), to_float(row.get("value"))
+            if t_ms is not None and value is not None:
+                out.setdefault(row["key"], []).append((t_ms / 1000.0, value))
     return out
 
 
@@ -422,7 +446,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "seeds, with each run's compute time per update measured in that rack run (its workers' updates "
              "per second; `sim-check/compute.json`, commands in `sim-check/commands.txt`). Times to target: "
              "median (fastest..slowest) over the seeds, rack on the learner's wall clock, simulator in virtual "
-             "seconds. AoM: median over the seeds of each learner's time-average. Drops (per arm): tail drops "
+             "seconds. AoM: median over the seeds of each learner's time-average until it reached its target "
+             "(the simulator's: its AoM series, sampled every 10 ms of virtual time, up to the cluster's "
+             "target; its LearnerCore figure also counts the time after the stop). Drops (per arm): tail drops "
              "at the learner port (packets), and contributions lost (sent but never applied, % of those sent). "
              "Updates/s: gradients per second per worker over the run (rack: wall time; simulator: virtual).", ""]
     lines += ["| arm | cluster | time to target rack (s) | simulator (s) | within rack's range | AoM rack (ms) | "
