@@ -352,6 +352,32 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
     CHECK(one.model.up_bytes == 6 * kChunk);
 }
 
+TEST_CASE("links.learner_down_gbps: the learner host's sends (MODEL, CREDIT) at their own rate, the learner port's egress at learner_gbps") {
+    // model_by_hand's run with the learner's own link at 1 Gbit/s: the same frames both ways (the
+    // run is sparse enough that nothing else changes), the way down serialized at 1 Gbit/s (370 B
+    // MODEL and 130 B CREDIT on the wire: 2,960 and 1,040 ns), the way up still at 10 (296, 92 ns).
+    Scenario s = model_by_hand("unicast");
+    CHECK(s.learner_down_rate_gbps() == 10);  // unset: learner_gbps, as before the key
+    s = load_scenario("links: {learner_gbps: 10, learner_down_gbps: 1}\n", "test");
+    CHECK(s.learner_down_rate_gbps() == 1);
+    Scenario slow = model_by_hand("unicast");
+    slow.learner_down_gbps = 1;
+    const Summary r = run(slow);
+    const ModelTraffic& m = r.model;
+    CHECK(m.unicast_chunks == 12);
+    CHECK(m.down_model_bytes == 12 * (42 + 48 + 64 * 4));
+    CHECK(m.down_credit_bytes == 6 * (42 + 48 + 16));
+    CHECK(m.down_utilisation == Approx((12 * 2960 + 6 * 1040) / 1e6));
+    CHECK(m.up_utilisation == Approx((6 * 296 + 3 * 92) / 1e6));
+    // Strict: a rate out of range names the key.
+    try {
+        (void)load_scenario("links: {learner_down_gbps: 0}\n", "f.yaml");
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK_THAT(std::string(e.what()), Catch::Contains("'links.learner_down_gbps'"));
+    }
+}
+
 TEST_CASE("MODEL direction on leaf-spine: replicated copies cross the fabric; deterministic for a seed") {
     const Scenario a = load_scenario(
         "seed: 11\nduration_ms: 12\ntopology: {kind: leaf_spine, leaves: 3, spines: 2}\n"

@@ -160,6 +160,67 @@ TEST_CASE("training: gradients on helper threads (training.compute_threads) give
     CHECK(a.events == b.events);
 }
 
+TEST_CASE("training: per-cluster compute (training.step_us/update_us lists); one value still means every cluster") {
+    // "190" and "190, 190" are the same run, bit for bit.
+    const Scenario one = scenario(4, 1000, "2, 2", "", {"training.step_us=8.2", "training.update_us=190"});
+    const Scenario each = scenario(4, 1000, "2, 2", "", {"training.step_us=8.2, 8.2", "training.update_us=190,190"});
+    CHECK(each.update_us.size() == 2);
+    CHECK(fingerprint(one, run(one)) == fingerprint(each, run(each)));
+    // Acrobot's gradient takes 2 virtual seconds (x 0.9..1.1 jitter), so each of its 2 workers
+    // finishes exactly one, its first, due after duration_ms while the run drains (no rollout starts
+    // after duration_ms); CartPole's go on at 190 us.
+    const Scenario slow = scenario(4, 1000, "2, 2", "", {"training.update_us=190, 2000000"});
+    CHECK(slow.update_us_of(0) == 190);
+    CHECK(slow.update_us_of(1) == 2'000'000);
+    const Summary r = run(slow);
+    REQUIRE(r.training.size() == 2);
+    CHECK(r.training[0].gradients_computed > 1000);
+    CHECK(r.training[1].gradients_computed == 2);
+    CHECK(r.training[1].env_steps > 0);  // each worker's first rollout was stepped, its gradient never due
+}
+
+TEST_CASE("training: stop_at_target cluster stops a cluster at its own target; its AoM ends there") {
+    // CartPole (target 150, reached within 8 s with seed 1) and Acrobot (no target). `all` ends the
+    // run at CartPole's target; `cluster` stops CartPole's workers and learner there and Acrobot goes
+    // on to duration_ms. The runs are identical up to that evaluation, so CartPole's time to target
+    // and AoM are the same bit for bit, and its AoM does not depend on how long Acrobot runs on.
+    const auto with = [](const char* mode, double ms) {
+        return scenario(1, ms, "3, 1", "", {"training.targets=150, none", std::string("training.stop_at_target=") + mode});
+    };
+    const Summary all = run(with("all", 8000));
+    const Summary cluster = run(with("cluster", 8000));
+    const Summary longer = run(with("cluster", 9000));
+    REQUIRE(all.training[0].reached);
+    const double t = all.training[0].seconds_to_target;
+    CHECK(all.sim_end_ms < 8000);
+    CHECK(cluster.training[0].reached);
+    CHECK(cluster.training[0].seconds_to_target == t);
+    CHECK(cluster.sim_end_ms >= 8000);  // Acrobot ran on
+    CHECK(cluster.per_cluster[0].aom_mean_us == all.per_cluster[0].aom_mean_us);
+    CHECK(cluster.per_cluster[0].aom_peak_us == all.per_cluster[0].aom_peak_us);
+    CHECK(longer.per_cluster[0].aom_mean_us == cluster.per_cluster[0].aom_mean_us);
+    CHECK(longer.per_cluster[1].aom_mean_us != cluster.per_cluster[1].aom_mean_us);
+    // CartPole stopped: no evaluation and no gradient after its target, however long Acrobot runs.
+    double last_cartpole = 0, last_acrobot = 0;
+    for (const TrainingPoint& p : cluster.curve) (p.cluster == 0 ? last_cartpole : last_acrobot) = p.t_s;
+    CHECK(last_cartpole == t);
+    CHECK(last_acrobot == 8.0);
+    CHECK(longer.training[0].gradients_computed == cluster.training[0].gradients_computed);
+    CHECK(longer.training[0].env_steps == cluster.training[0].env_steps);
+    CHECK(longer.training[1].gradients_computed > cluster.training[1].gradients_computed);
+    // Nothing is lost by the stop: what was on the wire reached the learner.
+    CHECK(cluster.contributions_sent == cluster.contributions_applied + cluster.contributions_dropped +
+                                            cluster.contributions_refused);
+    // The series' AoM for CartPole ends at its stop too.
+    Simulator sim(with("cluster", 8000), &torch_training_backend());
+    (void)sim.run();
+    double last_aom = 0;
+    for (const SeriesRow& row : sim.series())
+        if (std::string(row.metric) == "aom_us" && row.key == 0) last_aom = row.t_ms;
+    CHECK(last_aom > 0);
+    CHECK(last_aom <= t * 1000);
+}
+
 TEST_CASE("training scenarios: bad input is refused naming the key") {
     const std::string dir = configs_dir();
     const auto message = [](const std::function<void()>& f) {
@@ -184,6 +245,19 @@ TEST_CASE("training scenarios: bad input is refused naming the key") {
                Catch::Contains("model.delivery"));
     CHECK_THAT(message([&] { load_scenario("training: {clusters: " + dir + "/cluster-cartpole.yaml}\n", "t"); }),
                Catch::Contains("workload.kind"));
+    // Per-cluster compute: one value, or one per cluster; stop_at_target: all, cluster, never.
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.update_us=1, 2, 3"}); }),
+               Catch::Contains("training.update_us lists 3 values for the 2 clusters"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.step_us=8, fast"}); }),
+               Catch::Contains("'training.step_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.step_us=8,,9"}); }), Catch::Contains("'training.step_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.update_us=-1"}); }), Catch::Contains("'training.update_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.stop_at_target=each"}); }),
+               Catch::Contains("'training.stop_at_target'"));
+    CHECK(scenario(1, 10, "2, 2", "", {"training.stop_at_target=true"}).stop_at_target == StopAtTarget::All);
+    CHECK(scenario(1, 10, "2, 2", "", {"training.stop_at_target=false"}).stop_at_target == StopAtTarget::Never);
+    CHECK(scenario(1, 10, "2, 2", "", {"training.stop_at_target=cluster"}).stop_at_target == StopAtTarget::Cluster);
+    CHECK(scenario(1, 10).stop_at_target == StopAtTarget::All);
     // Without the libtorch backend (a build without libtorch) a training scenario is refused.
     CHECK_THAT(message([&] { Simulator sim(scenario(1, 10), nullptr); }), Catch::Contains("workload.kind: training needs libtorch"));
     CHECK_THAT(message([&] {

@@ -45,6 +45,9 @@ def test_the_sim_scenario_is_the_lab_scenario(scenario):
         assert s["transport.window_control"] == "true"             # the window is the YAML's (pinned for FIFO)
         assert s["training.step_us"] == "10" and s["training.update_us"] == "250"
         assert s["model.delivery"] == "unicast"
+        assert s["training.stop_at_target"] == "cluster"           # each learner stops at its own target
+    per_cluster = settings_of(scenario, "fifo", {"step_us": [68.0, 55.645], "update_us": [1575.33, 1289.35]})
+    assert per_cluster["training.step_us"] == "68,55.645" and per_cluster["training.update_us"] == "1575.33,1289.35"
     assert (fifo["queue.aggregation"], fifo["queue.fair"], fifo["transport.switch_feedback"]) == ("false", "false", "false")
     assert (shesha["queue.aggregation"], shesha["queue.fair"], shesha["transport.switch_feedback"]) == ("true", "true", "true")
 
@@ -109,12 +112,16 @@ def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
     assert per_cluster["1"]["waits"] == 3000
     assert per_cluster["1"]["steps_per_update"] == pytest.approx(5.0)
     assert per_cluster["2"]["workers"] == 1 and per_cluster["2"]["update_s"] == pytest.approx(0.02)
-    compute = sim_check.derive_compute(per_cluster, machine_step_us=10, machine_update_us=150)
-    # Pooled: (30 s + 10 s) over 3500 updates of 5 steps -> 40 s / (3500 * 200 us) = 57.14x.
-    assert compute["scale"] == pytest.approx(40 / 0.7)
-    assert compute["step_us"] == pytest.approx(10 * 40 / 0.7, abs=1e-3)
-    assert compute["update_us"] == pytest.approx(150 * 40 / 0.7, abs=1e-3)
+    compute = sim_check.derive_compute(per_cluster, [1, 2, 3], machine_step_us=10, machine_update_us=150)
+    # Per cluster: cluster 1 30 s over 3000 updates of 5 steps -> 30 s / (3000 * 200 us) = 50x;
+    # cluster 2 10 s / (500 * 200 us) = 100x; cluster 3 has no metrics: the pooled
+    # (30 s + 10 s) / (3500 * 200 us) = 57.14x.
+    assert compute["scale"] == pytest.approx([50.0, 100.0, 40 / 0.7])
+    assert compute["pooled_scale"] == pytest.approx(40 / 0.7)
+    assert compute["step_us"] == pytest.approx([500.0, 1000.0, 10 * 40 / 0.7], abs=1e-3)
+    assert compute["update_us"] == pytest.approx([7500.0, 15000.0, 150 * 40 / 0.7], abs=1e-3)
     assert sim_check.derive_compute({}) is None
+    assert sim_check.us_list([500.0, 1000.5]) == "500,1000.5" and sim_check.us_list(12.5) == "12.5"
 
 
 def write_sim_run(directory, seed, ttt, aom_us, drops, reached=(1, 1)):
@@ -158,10 +165,12 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
         json.dump(computes, f)
     lines = sim_check.sim_check_section(str(tmp_path), scenario, results)
     rows = [l for l in lines if l.startswith("| fifo |")]
+    # The simulator's updates/s/worker over each cluster's own run (it stops at its target): 6,000
+    # gradients by 3 workers in 9, 11, 13 s (median 181.8), and in 50, 60 s and the 20 s run (40.0).
     assert rows[0] == ("| fifo | 1 (CartPole-v1) | 10.0 (8.0..12.0) | 11.0 (9.0..13.0) | yes | 20.0 | 30.0 | 1.50 | "
-                       "yes | 2,000 | 4,000 | 20.0 % | 10.0 % | 100.0 | 100.0 |")
+                       "yes | 2,000 | 4,000 | 20.0 % | 10.0 % | 100.0 | 181.8 |")
     assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
-                       "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 100.0 |")
+                       "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 |")
     assert rows[2] == "| fifo | 1 | 50 | 1200 | 100.0, 5.00 | 90.0, 4.90 |"
     text = "\n".join(lines)
     assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text

@@ -75,6 +75,20 @@ Setter bool_field(bool Scenario::*field) {
     return [=](Scenario& s, const std::string& k, const FlatValue& v) { s.*field = parse_bool(k, v); };
 }
 
+// One number for every cluster, or a comma-separated list of one per cluster (its length is
+// checked against the clusters after parsing).
+Setter per_cluster_field(std::vector<double> Scenario::*field, double lo, double hi) {
+    return [=](Scenario& s, const std::string& k, const FlatValue& v) {
+        std::vector<double> out;
+        for (const std::string& item : split_list(v.text)) {
+            if (item.empty()) fail(k, v, "expected a number, or a comma-separated list of one number per cluster");
+            out.push_back(parse_double(k, FlatValue{item, v.where}, lo, hi));
+        }
+        if (out.empty()) fail(k, v, "expected a number, or a comma-separated list of one number per cluster");
+        s.*field = std::move(out);
+    };
+}
+
 const std::map<std::string, Setter>& schema() {
     static const std::map<std::string, Setter> table = {
         {"seed", uint_field(&Scenario::seed, 0, UINT64_MAX)},
@@ -128,9 +142,17 @@ const std::map<std::string, Setter>& schema() {
                  s.training_targets.push_back(parse_double(k, FlatValue{item, v.where}, -1e9, 1e9));
              }
          }},
-        {"training.step_us", double_field(&Scenario::step_us, 0, 1e7)},
-        {"training.update_us", double_field(&Scenario::update_us, 0, 1e7)},
-        {"training.stop_at_target", bool_field(&Scenario::stop_at_target)},
+        {"training.step_us", per_cluster_field(&Scenario::step_us, 0, 1e7)},
+        {"training.update_us", per_cluster_field(&Scenario::update_us, 0, 1e7)},
+        {"training.stop_at_target",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             // true and false (the key's first form) still mean all and never.
+             const std::optional<bool> b = yaml::parse_bool(v.text);
+             if (v.text == "all" || (b && *b)) s.stop_at_target = StopAtTarget::All;
+             else if (v.text == "cluster") s.stop_at_target = StopAtTarget::Cluster;
+             else if (v.text == "never" || (b && !*b)) s.stop_at_target = StopAtTarget::Never;
+             else fail(k, v, "expected all (or true), cluster, or never (or false)");
+         }},
         {"training.learner_tick_us", double_field(&Scenario::learner_tick_us, 1, 1e7)},
         {"training.compute_threads", uint_field(&Scenario::compute_threads, 0, 64)},
         {"training.eval_interval_ms", double_field(&Scenario::eval_interval_ms, 0, 1e7)},
@@ -144,6 +166,7 @@ const std::map<std::string, Setter>& schema() {
         {"links.host_gbps", double_field(&Scenario::host_gbps, 0.001, 10'000)},
         {"links.fabric_gbps", double_field(&Scenario::fabric_gbps, 0.001, 10'000)},
         {"links.learner_gbps", double_field(&Scenario::learner_gbps, 0.001, 10'000)},
+        {"links.learner_down_gbps", double_field(&Scenario::learner_down_gbps, 0.001, 10'000)},
         {"links.prop_ns", double_field(&Scenario::prop_ns, 0, 1e9)},
         {"queue.aggregation", bool_field(&Scenario::aggregation)},
         {"queue.capacity_packets", uint_field(&Scenario::capacity_packets, 1, 1u << 20)},
@@ -276,6 +299,11 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
         if (!s.training_targets.empty() && s.training_targets.size() != n)
             bad(fmt::format("training.targets lists {} targets for the {} clusters of training.clusters",
                             s.training_targets.size(), n));
+        for (const auto& [key, list] : {std::pair<const char*, const std::vector<double>*>{"training.step_us", &s.step_us},
+                                        {"training.update_us", &s.update_us}})
+            if (list->size() != 1 && list->size() != n)
+                bad(fmt::format("{} lists {} values for the {} clusters of training.clusters (one value for every "
+                                "cluster, or one per cluster)", key, list->size(), n));
         if (s.model_delivery == ModelDelivery::None)
             bad("workload.kind training needs model.delivery unicast or replicated (the workers compute on the "
                 "models the learner publishes)");
@@ -304,6 +332,15 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
         if (p.is_relative() && !std::filesystem::exists(p) && std::filesystem::exists(dir / p)) c = (dir / p).string();
     }
     return s;
+}
+
+const char* to_string(StopAtTarget s) noexcept {
+    switch (s) {
+        case StopAtTarget::Never: return "never";
+        case StopAtTarget::All: return "all";
+        case StopAtTarget::Cluster: return "cluster";
+    }
+    return "?";
 }
 
 const char* to_string(ModelDelivery d) noexcept {

@@ -26,6 +26,15 @@ enum class WorkloadKind : std::uint8_t {
 };
 
 // How the learners' models reach the workers (docs/simulation.md, "MODEL traffic").
+// When a training run stops (training.stop_at_target; docs/simulation.md, "Training workload").
+enum class StopAtTarget : std::uint8_t {
+    Never,    // false: to duration_ms whatever the returns
+    All,      // all (or true): once every cluster with a target reached it, every cluster stops
+    Cluster,  // cluster: a cluster that reached its target stops on its own (its workers and learner,
+              // as shesha-learner --target-return and its workers do on the rack); the others go on
+};
+const char* to_string(StopAtTarget s) noexcept;
+
 enum class ModelDelivery : std::uint8_t {
     None,        // one direction only: no MODEL; CREDIT and FEEDBACK return over a fixed delay, and a
                  // worker computes on the version of its last CREDIT (the simulator before issue 25)
@@ -70,6 +79,8 @@ struct Scenario {
     double host_gbps = 100;          // worker NIC -> first switch
     double fabric_gbps = 100;        // leaf <-> spine links (leaf_spine)
     double learner_gbps = 10;        // last switch -> learner (the bottleneck)
+    double learner_down_gbps = 0;    // learner host -> last switch (its send queue: MODEL, CREDIT); 0: learner_gbps
+    double learner_down_rate_gbps() const noexcept { return learner_down_gbps > 0 ? learner_down_gbps : learner_gbps; }
     double prop_ns = 500;
 
     // queues
@@ -109,9 +120,13 @@ struct Scenario {
     WorkloadKind workload_kind = WorkloadKind::Synthetic;
     std::vector<std::string> training_clusters;  // training.clusters: cluster YAML paths
     std::vector<double> training_targets;        // training.targets: per cluster; NaN = none
-    double step_us = 8.2;            // training.step_us: virtual time per environment step (act + env)
-    double update_us = 190;          // training.update_us: virtual time per gradient (forward + backward)
-    bool stop_at_target = true;      // training.stop_at_target: end the run once every cluster reached its target
+    // training.step_us / training.update_us: virtual time per environment step (act + env) and per
+    // gradient (forward + backward); one value for every cluster, or one per cluster ("a, b").
+    std::vector<double> step_us = {8.2};
+    std::vector<double> update_us = {190};
+    double step_us_of(std::uint32_t c) const noexcept { return step_us.size() == 1 ? step_us[0] : step_us[c]; }
+    double update_us_of(std::uint32_t c) const noexcept { return update_us.size() == 1 ? update_us[0] : update_us[c]; }
+    StopAtTarget stop_at_target = StopAtTarget::All;  // training.stop_at_target
     double learner_tick_us = 1000;   // training.learner_tick_us: LearnerCore::on_tick cadence (publish, rebroadcast)
     std::uint32_t compute_threads = 0;  // training.compute_threads: helper threads for the gradients (0: on the event loop)
     double eval_interval_ms = 0;     // training.eval_interval_ms: replaces learner.eval_interval_ms (0: the YAML's)

@@ -177,6 +177,14 @@ struct TrainCluster {
     std::uint64_t eval_ns = 0;
     std::uint64_t request_ns = 0;      // worker.model_request_ms
     TrainingClusterSummary summary;
+    // training.stop_at_target: the cluster stopped (its own target under `cluster`, every cluster's
+    // under `all`): its workers start no rollout and send nothing more, its learner no longer ticks
+    // or evaluates; datagrams already on the wire still reach it (contributions stay conserved).
+    // Its AoM is the learner core's up to stop_ns, frozen there (shesha-learner's, which exits).
+    bool stopped = false;
+    std::uint64_t stop_ns = 0;
+    double aom_mean_us = 0;
+    double aom_peak_us = 0;
 };
 
 // Training workload, training.compute_threads > 0: compute_gradient on helper threads while the
@@ -703,7 +711,9 @@ struct Simulator::Impl final : FeedbackSink {
         std::vector<std::uint32_t> learner_nic(learner_ports, kNoLink);
         if (two_way) {
             for (std::uint32_t p = 0; p < learner_ports; ++p) {
-                learner_nic[p] = add_link(HopLevel::LearnerNic, sc.learner_gbps, kNoLink, 0, last,
+                // links.learner_down_gbps: the learner host's own link (on the rack only the
+                // switch's egress toward the learners is shaped; the learners send at host speed).
+                learner_nic[p] = add_link(HopLevel::LearnerNic, sc.learner_down_rate_gbps(), kNoLink, 0, last,
                                           static_cast<std::uint16_t>(p), sc.learner_nic_packets);
                 links[learner_nic[p]].learner_port = p;
             }
@@ -964,6 +974,7 @@ struct Simulator::Impl final : FeedbackSink {
 
     void try_send(std::uint32_t w) {
         Worker& wk = workers[w];
+        if (training && tclusters[wk.cluster].stopped) return;  // its worker process has exited
         while (auto chunk = wk.sender->next_to_send(now)) {
             Packet* p = pool.alloc();
             if (p == nullptr) {
@@ -1022,7 +1033,8 @@ struct Simulator::Impl final : FeedbackSink {
             enqueue_at_nic(worker_nic[w], p);
         }
         const std::uint64_t next = now + (training ? tclusters[wk.cluster].request_ns : to_ns(sc.model_request_us * 1e3));
-        if (next < duration_ns && !stopped) schedule_simple(next, EventType::ModelRequest, w);
+        if (next < duration_ns && !stopped && !(training && tclusters[wk.cluster].stopped))
+            schedule_simple(next, EventType::ModelRequest, w);
     }
 
     // The published parameters of the learner's current version: the exact pattern of chunk k with
@@ -1474,8 +1486,8 @@ struct Simulator::Impl final : FeedbackSink {
     void start_training_compute(std::uint32_t w) {
         Worker& wk = workers[w];
         TrainWorker& tw = tworkers[w];
-        if (tw.busy || stopped || now >= duration_ns || !wk.receiver->has_model()) return;
         TrainCluster& T = tclusters[wk.cluster];
+        if (tw.busy || stopped || T.stopped || now >= duration_ns || !wk.receiver->has_model()) return;
         const drl::ClusterConfig& cfg = T.cfg;
         if (cfg.worker.max_updates_per_version != 0 && tw.updates_on_version >= cfg.worker.max_updates_per_version) {
             ++T.summary.waits_for_version;  // until a newer version is adopted
@@ -1520,7 +1532,8 @@ struct Simulator::Impl final : FeedbackSink {
         tw.base_version = wk.receiver->version();
         compute_wall_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
         tw.busy = true;
-        const double virtual_ns = static_cast<double>(rollout.steps()) * sc.step_us * 1e3 + sc.update_us * 1e3;
+        const double virtual_ns = static_cast<double>(rollout.steps()) * sc.step_us_of(wk.cluster) * 1e3 +
+                                  sc.update_us_of(wk.cluster) * 1e3;
         const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
         schedule_simple(now + std::max<std::uint64_t>(1, to_ns(virtual_ns * factor)), EventType::TrainDone, w);
     }
@@ -1533,6 +1546,7 @@ struct Simulator::Impl final : FeedbackSink {
         TrainCluster& T = tclusters[wk.cluster];
         tw.busy = false;
         if (gradient_pool) tw.gradient_ok = gradient_pool->wait(w);
+        if (T.stopped) return;  // the cluster stopped while this rollout was under way: its worker exited
         wk.sender->on_timeout(now);
         if (tw.gradient_ok) {
             ++T.summary.gradients_computed;
@@ -1558,7 +1572,7 @@ struct Simulator::Impl final : FeedbackSink {
             try_send(w);
         }
         const std::uint64_t next = now + std::max<std::uint64_t>(1, to_ns(sc.learner_tick_us * 1e3));
-        if (next < duration_ns && !stopped) schedule_simple(next, EventType::LearnerTick, c);
+        if (next < duration_ns && !stopped && !T.stopped) schedule_simple(next, EventType::LearnerTick, c);
     }
 
     // shesha-learner's evaluation: publish what was applied, evaluate the published parameters with
@@ -1594,14 +1608,30 @@ struct Simulator::Impl final : FeedbackSink {
             ts.env_steps_to_target = pt.env_steps;
             ts.version_at_target = pt.version;
         }
-        bool any_target = false, all_reached = true;
+        bool any_target = false, all_reached = true, all_stopped = true;
         for (const TrainCluster& x : tclusters) {
             if (!x.summary.has_target) continue;
             any_target = true;
             all_reached = all_reached && x.summary.reached;
         }
-        if (sc.stop_at_target && any_target && all_reached) stopped = true;
-        if (now + T.eval_ns <= duration_ns && !stopped) schedule_simple(now + T.eval_ns, EventType::Evaluate, c);
+        if (sc.stop_at_target == StopAtTarget::Cluster && ts.reached) stop_cluster(c);
+        if (sc.stop_at_target == StopAtTarget::All && any_target && all_reached)
+            for (std::uint32_t x = 0; x < tclusters.size(); ++x) stop_cluster(x);
+        for (const TrainCluster& x : tclusters) all_stopped = all_stopped && x.stopped;
+        if (all_stopped) stopped = true;  // nothing left to run: what is in flight drains, then the run ends
+        if (now + T.eval_ns <= duration_ns && !stopped && !T.stopped) schedule_simple(now + T.eval_ns, EventType::Evaluate, c);
+    }
+
+    // training.stop_at_target: cluster c stops now, as shesha-learner does at --target-return and
+    // its workers with it. Its AoM figure ends here.
+    void stop_cluster(std::uint32_t c) {
+        TrainCluster& T = tclusters[c];
+        if (T.stopped) return;
+        T.stopped = true;
+        T.stop_ns = now;
+        T.core->aom().advance(now);
+        T.aom_mean_us = T.core->aom().mean_ns() / 1e3;
+        T.aom_peak_us = static_cast<double>(T.core->aom().peak_ns()) / 1e3;
     }
 
     void summarize_training() {
@@ -1618,10 +1648,17 @@ struct Simulator::Impl final : FeedbackSink {
             ts.version = T.core->version();
             sum.training.push_back(ts);
             // The per-cluster network view from the learner core's own AoM and staleness.
+            // A stopped cluster's AoM is the one frozen at its stop (what arrives while the network
+            // drains, and the time after, do not count).
             ClusterSummary& cs = sum.per_cluster[c];
-            T.core->aom().advance(now);
-            cs.aom_mean_us = T.core->aom().mean_ns() / 1e3;
-            cs.aom_peak_us = static_cast<double>(T.core->aom().peak_ns()) / 1e3;
+            if (T.stopped) {
+                cs.aom_mean_us = T.aom_mean_us;
+                cs.aom_peak_us = T.aom_peak_us;
+            } else {
+                T.core->aom().advance(now);
+                cs.aom_mean_us = T.core->aom().mean_ns() / 1e3;
+                cs.aom_peak_us = static_cast<double>(T.core->aom().peak_ns()) / 1e3;
+            }
             cs.staleness_mean = T.core->staleness().mean();
             cs.staleness_max = T.core->staleness().max;
             cs.versions_published = static_cast<std::uint32_t>(lc.versions_published);
@@ -1659,7 +1696,9 @@ struct Simulator::Impl final : FeedbackSink {
         const double interval_s = static_cast<double>(sample_ns) / 1e9;
         for (std::uint32_t c = 0; c < learners.size(); ++c) {
             Learner& L = *learners[c];
-            if (training && tclusters[c].core->aom().started())
+            if (training && tclusters[c].stopped) {
+                // a stopped cluster's AoM series ends at its stop, as its summary figure does
+            } else if (training && tclusters[c].core->aom().started())
                 series.push_back({t_ms, "aom_us", c,
                                   static_cast<double>(now - std::min(now, tclusters[c].core->aom().latest_generation_ns())) / 1e3});
             else if (L.aom.started())

@@ -28,10 +28,10 @@ SIM_CHECK_DIR = "sim-check"
 MACHINE_STEP_US = 8.2
 MACHINE_UPDATE_US = 190.0
 # The rack shapes only the switch's egress toward the learners; the learners' own sends (MODEL,
-# CREDIT) leave on an unshaped veth. shesha-sim serializes the learner host's send queue at
-# links.learner_gbps too, unless it has a separate rate for it: this key, passed when the binary
-# accepts it (sim_accepts). Without it MODEL and CREDIT share the 40 Mbit/s with nothing else in the
-# way and the learners' send queues overflow (docs/simulation.md, "Checked against the rack").
+# CREDIT) leave on an unshaped veth. shesha-sim's rate for the learner host's send queue is this key
+# (default: links.learner_gbps), passed at veth speed when the binary accepts it (sim_accepts: an
+# older shesha-sim has no such key). Without it MODEL and CREDIT leave at the shaped 40 Mbit/s and
+# the learners' send queues overflow (docs/simulation.md, "Checked against the rack").
 LEARNER_DOWN_KEY = "links.learner_down_gbps"
 # The simulator's AoM sampling grid for the series the check reads AoM from (series_aom).
 SERIES_SAMPLE_US = 10000
@@ -94,20 +94,32 @@ def rack_compute(run_dir, scenario):
     return out
 
 
-def derive_compute(per_cluster, machine_step_us=MACHINE_STEP_US, machine_update_us=MACHINE_UPDATE_US):
-    """training.step_us and training.update_us (one pair for every cluster: the simulator has no
-    per-cluster compute keys) from the rack's compute per update: the machine's split between steps
-    and the gradient, scaled so that the pooled time per update over every worker update of the
-    run is the rack's -> {"step_us", "update_us", "scale"}; None without measurements."""
-    measured = [c for c in per_cluster.values() if c["updates"] > 0]
+def derive_compute(per_cluster, cluster_ids=None, machine_step_us=MACHINE_STEP_US,
+                   machine_update_us=MACHINE_UPDATE_US):
+    """training.step_us and training.update_us per cluster, in the order of cluster_ids (default:
+    per_cluster's), from the rack's compute per update: the machine's split between steps and the
+    gradient, scaled so that the cluster's time per update over its workers' updates of the run is
+    the rack's. A cluster without measurements gets the scale pooled over the others ->
+    {"step_us": [...], "update_us": [...], "scale": [...], "pooled_scale"}; None without any."""
+    def model_s(c):
+        return c["updates"] * (c["steps_per_update"] * machine_step_us + machine_update_us) * 1e-6
+    measured = {cid: c for cid, c in per_cluster.items() if c["updates"] > 0}
     if not measured:
         return None
-    rack_s = sum(c["busy_s"] for c in measured)
-    model_s = sum(c["updates"] * (c["steps_per_update"] * machine_step_us + machine_update_us) * 1e-6
-                  for c in measured)
-    scale = rack_s / model_s
-    return {"step_us": round(machine_step_us * scale, 3), "update_us": round(machine_update_us * scale, 3),
-            "scale": scale}
+    pooled = sum(c["busy_s"] for c in measured.values()) / sum(model_s(c) for c in measured.values())
+    ids = [str(cid) for cid in (cluster_ids if cluster_ids is not None else per_cluster)]
+    scales = [measured[cid]["busy_s"] / model_s(measured[cid]) if cid in measured else pooled for cid in ids]
+    return {"step_us": [round(machine_step_us * x, 3) for x in scales],
+            "update_us": [round(machine_update_us * x, 3) for x in scales],
+            "scale": scales, "pooled_scale": pooled}
+
+
+def us_list(value):
+    """A per-cluster list of microseconds as the simulator's comma-separated value ('68,55.6'); one
+    number (a compute.json written before the per-cluster keys) as itself."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(f"{v:g}" for v in value)
+    return f"{value:g}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,9 +218,11 @@ def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False
         f"workload.cluster_workers={','.join(str(c['workers']) for c in scenario['clusters'])}",
         "training.clusters=" + ",".join(cluster_files),
         "training.targets=" + ",".join(f"{c['target_return']:g}" for c in scenario["clusters"]),
-        f"training.step_us={compute['step_us']:g}",
-        f"training.update_us={compute['update_us']:g}",
-        "training.stop_at_target=true",
+        # Per cluster (derive_compute), and each cluster stops at its own target, as its learner
+        # (--target-return) and workers do on the rack.
+        f"training.step_us={us_list(compute['step_us'])}",
+        f"training.update_us={us_list(compute['update_us'])}",
+        "training.stop_at_target=cluster",
         # The learner port's shaper; worker links are veths (fast, unshaped).
         f"links.learner_gbps={rate / 1e9:g}",
         "links.host_gbps=10",
@@ -268,7 +282,7 @@ def run_sim_check(out, build, log=print, sim=None):
         for seed in scenario["seeds"]:
             rack_dir = os.path.join(out, "raw", arm["name"], f"seed-{seed}")
             per_cluster = rack_compute(rack_dir, scenario)
-            compute = derive_compute(per_cluster)
+            compute = derive_compute(per_cluster, [c["id"] for c in scenario["clusters"]])
             if compute is None:
                 log(f"shesha-lab: sim-check: no worker metrics in {rack_dir}: skipped")
                 continue
@@ -280,8 +294,8 @@ def run_sim_check(out, build, log=print, sim=None):
             if result.returncode != 0:
                 log(f"shesha-lab: shesha-sim failed ({' '.join(cmd)}):\n{result.stdout[-2000:]}")
                 return False
-            log(f"   simulator check: arm '{arm['name']}', seed {seed} done (step {compute['step_us']:g} us, "
-                f"update {compute['update_us']:g} us)")
+            log(f"   simulator check: arm '{arm['name']}', seed {seed} done (step {us_list(compute['step_us'])} us, "
+                f"update {us_list(compute['update_us'])} us)")
     with open(os.path.join(check_dir, "compute.json"), "w") as f:
         json.dump(computes, f, indent=1)
     with open(os.path.join(check_dir, "sim.json"), "w") as f:
@@ -402,9 +416,13 @@ def comparison_rows(scenario, results, sim_runs, computes=None):
             rack_rate = median_or_none([((computes.get(name, {}).get(s) or {}).get("rack") or {}).get(cid, {})
                                         .get("updates_per_s") for s in seeds
                                         if ((computes.get(name, {}).get(s) or {}).get("rack") or {}).get(cid)])
+            # Over the cluster's own run: it stops at its target (training.stop_at_target: cluster), as
+            # the rack's workers do, whose rate is over their own wall time.
+            def sim_length(s, c):
+                return c["time_to_target_s"] if c.get("time_to_target_s") else sim_runs[name][s]["sim_end_s"]
             sim_rate = median_or_none([
-                c["gradients"] / (cluster["workers"] * sim_runs[name][s]["sim_end_s"])
-                for s, c in zip(seeds, sim) if c.get("gradients") is not None and sim_runs[name][s]["sim_end_s"] > 0])
+                c["gradients"] / (cluster["workers"] * sim_length(s, c))
+                for s, c in zip(seeds, sim) if c.get("gradients") is not None and sim_length(s, c) > 0])
 
             def lost(sent, applied):
                 return 100.0 * (sent - applied) / sent if sent and applied is not None else None
@@ -450,7 +468,8 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "(the simulator's: its AoM series, sampled every 10 ms of virtual time, up to the cluster's "
              "target; its LearnerCore figure also counts the time after the stop). Drops (per arm): tail drops "
              "at the learner port (packets), and contributions lost (sent but never applied, % of those sent). "
-             "Updates/s: gradients per second per worker over the run (rack: wall time; simulator: virtual).", ""]
+             "Updates/s: gradients per second per worker over the cluster's run, to its target or the end "
+             "(rack: wall time; simulator: virtual).", ""]
     lines += ["| arm | cluster | time to target rack (s) | simulator (s) | within rack's range | AoM rack (ms) | "
               "simulator (ms) | ratio | within 2x | drops rack | simulator | lost rack | simulator | "
               "updates/s/worker rack | simulator |",
@@ -473,8 +492,8 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
     if computes:
         lines += ["", "Compute time per run (`training.step_us` / `training.update_us`: the simulator's measured "
                   f"split of {MACHINE_STEP_US:g} us per step and {MACHINE_UPDATE_US:g} us per gradient, scaled so "
-                  "that the time per update is the rack's, 1 / its updates per second per worker, pooled over the "
-                  "clusters):", ""]
+                  "that each cluster's time per update is the rack's, 1 / its updates per second per worker; one "
+                  "value per cluster, in the scenario's order):", ""]
         lines += ["| arm | seed | step (us) | update (us) | " + " | ".join(
             f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
             "|" + "---|" * (4 + len(scenario["clusters"]))]
@@ -484,7 +503,7 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
                 for cluster in scenario["clusters"]:
                     m = (c.get("rack") or {}).get(str(cluster["id"]))
                     cells.append(f"{m['updates_per_s']:.1f}, {m['steps_per_update']:.2f}" if m else "-")
-                lines.append(f"| {arm['name']} | {seed} | {c['step_us']:g} | {c['update_us']:g} | " + " | ".join(cells) + " |")
+                lines.append(f"| {arm['name']} | {seed} | {us_list(c['step_us'])} | {us_list(c['update_us'])} | " + " | ".join(cells) + " |")
     notes = sorted({n for arm in scenario["arms"] for n in not_modelled(scenario, arm)})
     if not learner_down:
         notes.insert(0, f"the learners' own link: this shesha-sim has no `{LEARNER_DOWN_KEY}`, so MODEL and CREDIT "
