@@ -65,17 +65,10 @@ struct IndexSlot {
 };
 static_assert(sizeof(IndexSlot) == 16);
 
-constexpr std::uint64_t make_key(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t version) noexcept {
-    return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
-}
-
-// An arrival flagged mergeable whose offsets do not fit its own frame is treated as not mergeable,
-// so a classifier bug can never make the kernel write outside a frame.
+// An arrival flagged mergeable whose offsets do not fit its own frame is treated as not mergeable
+// (merge_frame.h).
 bool layout_fits(const Arrival& a) noexcept {
-    if (a.frame == nullptr || a.shesha_offset == 0) return false;
-    const std::uint64_t end =
-        std::uint64_t{a.shesha_offset} + proto::kHeaderSize + std::uint64_t{a.elem_count} * sizeof(float);
-    return end <= a.frame_len;
+    return a.frame != nullptr && gradient_fits(a.shesha_offset, a.elem_count, a.frame_len);
 }
 
 }  // namespace
@@ -112,7 +105,7 @@ struct AggregatingQueue::Impl {
     MergeInfo& info_at(std::uint64_t seq) noexcept { return info[seq & ring_mask]; }
     std::uint64_t key_of(std::uint64_t seq) noexcept {
         const MergeInfo& m = info_at(seq);
-        return make_key(m.cluster_id, m.chunk_index, m.model_version);
+        return merge_key(m.cluster_id, m.chunk_index, m.model_version);
     }
 
     // ---- index ----
@@ -193,8 +186,8 @@ struct AggregatingQueue::Impl {
         // arrival is compared with the oldest and the newest contribution, not only with
         // the packet's current (minimum) version, so tolerance 2 never chains 100 to 103.
         if (std::max(m.max_version, a.model_version) - std::min(m.model_version, a.model_version) > tol) return false;
-        if (m.elem_count != a.elem_count || e.frame_len != a.frame_len || e.shesha_offset != a.shesha_offset ||
-            std::uint32_t{e.contributions} + arriving_contrib > proto::kMaxContributions) {
+        if (!may_merge({m.elem_count, e.frame_len, e.shesha_offset}, e.contributions,
+                       {a.elem_count, a.frame_len, a.shesha_offset}, arriving_contrib)) {
             refused = true;
             return false;
         }
@@ -207,7 +200,7 @@ struct AggregatingQueue::Impl {
                                                             bool& refused) noexcept {
         const std::uint32_t tol = std::min(a.version_tolerance, kMaxVersionTolerance);
         if (tol == 0) {  // the default: one probe
-            const std::size_t slot = index_find(make_key(a.cluster_id, a.chunk_index, a.model_version));
+            const std::size_t slot = index_find(merge_key(a.cluster_id, a.chunk_index, a.model_version));
             return slot != index.size() && may_take(slot, a, arriving_contrib, 0, refused) ? index[slot].seq() : UINT64_MAX;
         }
         return find_target_tolerant(a, arriving_contrib, tol, refused);
@@ -226,7 +219,7 @@ struct AggregatingQueue::Impl {
                     if (a.model_version > UINT32_MAX - d) continue;
                     v = a.model_version + d;
                 }
-                const std::size_t slot = index_find(make_key(a.cluster_id, a.chunk_index, v));
+                const std::size_t slot = index_find(merge_key(a.cluster_id, a.chunk_index, v));
                 if (slot != index.size() && may_take(slot, a, arriving_contrib, tol, refused)) return index[slot].seq();
             }
         }
@@ -242,10 +235,10 @@ struct AggregatingQueue::Impl {
         m.max_version = std::max(m.max_version, a.model_version);
         if (a.model_version < m.model_version) {
             // The merged update is as old as its oldest contribution; re-key it under that version.
-            index_erase(make_key(m.cluster_id, m.chunk_index, m.model_version), seq);
+            index_erase(merge_key(m.cluster_id, m.chunk_index, m.model_version), seq);
             m.model_version = a.model_version;
             proto::inplace::set_model_version(wp, m.model_version);
-            index_put(make_key(m.cluster_id, m.chunk_index, m.model_version), seq);
+            index_put(merge_key(m.cluster_id, m.chunk_index, m.model_version), seq);
             e.flags |= kIndexed;
         }
         if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
@@ -293,7 +286,7 @@ struct AggregatingQueue::Impl {
         if (can_merge) [[unlikely]] {
             info_at(seq) = MergeInfo{a.dst_ip, a.model_version, a.model_version, a.cluster_id, a.chunk_index, a.elem_count};
             // The newest packet of a key becomes its merge target: it is the one waiting longest from now.
-            index_put(make_key(a.cluster_id, a.chunk_index, a.model_version), seq);
+            index_put(merge_key(a.cluster_id, a.chunk_index, a.model_version), seq);
             e.flags |= kIndexed;
         }
         bytes += a.frame_len;

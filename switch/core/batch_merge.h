@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "merge_frame.h"
+
 namespace shesha::core {
 
 class BatchMergeIndex {
@@ -28,21 +30,15 @@ public:
     // What the batch packet a later arrival may merge into looks like.
     struct Leader {
         std::uint8_t* frame = nullptr;  // nullptr: superseded (a newer packet of the key is queued)
-        std::uint32_t frame_len = 0;
-        std::uint32_t tx_index = 0;  // its position in the TX batch
-        std::uint32_t shesha_offset = 0;  // 32-bit fields: compared with no partial-register moves
+        GradientLayout layout;          // 32-bit fields: compared with no partial-register moves
+        std::uint32_t tx_index = 0;     // its position in the TX batch
         std::uint32_t l4_offset = 0;
-        std::uint32_t elem_count = 0;
     };
 
     explicit BatchMergeIndex(std::uint32_t batch_capacity)
         : slots_(std::bit_ceil(std::max<std::uint32_t>(batch_capacity, 1) * 2u)), mask_(slots_.size() - 1) {}
 
-    static constexpr std::uint64_t key_of(std::uint16_t cluster, std::uint16_t chunk, std::uint32_t version) noexcept {
-        return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
-    }
-
-    // The newest batch packet registered under key and dst in this batch, or nullptr. The caller
+    // The newest batch packet registered under key (merge_key) and dst in this batch, or nullptr. The caller
     // may set its frame to nullptr: the key's newest packet is then no longer in the batch.
     [[gnu::always_inline]] inline Leader* find(std::uint64_t key, std::uint32_t dst) noexcept {
         for (std::uint64_t i = home(key, dst);; i = (i + 1) & mask_) {

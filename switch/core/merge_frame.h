@@ -1,7 +1,7 @@
-// The one place that adds an arriving GRADIENT into a waiting one, payload and header: used by the
-// aggregating queue (a packet waiting in the ring) and by the TX batch's merge index (a packet that
-// bypassed an idle port's queue in this forwarding pass). No DPDK; no checks: the caller has
-// matched the key, destination and layout and checked that the contributions fit in 16 bits.
+// The merge rule's pieces shared by the aggregating queue (a packet waiting in the ring) and the TX
+// batch's merge index (a packet that bypassed an idle port's queue in this forwarding pass), so the
+// two paths cannot drift apart: the key two GRADIENTs must share, the layout check that keeps the
+// kernel inside a frame, the compatibility test, and the add itself. No DPDK.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,37 @@
 
 namespace shesha::core {
 
-// `waiting` and `arriving` point at the two Shesha headers, each followed by elem_count fp32.
+// GRADIENTs merge only within one (cluster, chunk, model version) key (and one destination).
+[[gnu::always_inline]] constexpr std::uint64_t merge_key(std::uint16_t cluster, std::uint16_t chunk,
+                                                         std::uint32_t version) noexcept {
+    return (std::uint64_t{cluster} << 48) | (std::uint64_t{chunk} << 32) | version;
+}
+
+// Whether a GRADIENT's header and elements lie inside its frame. A frame flagged mergeable that
+// fails this is never a merge partner, so a classifier bug cannot make the kernel write outside it.
+[[gnu::always_inline]] constexpr bool gradient_fits(std::uint32_t shesha_offset, std::uint32_t elem_count,
+                                                    std::uint32_t frame_len) noexcept {
+    return shesha_offset != 0 &&
+           std::uint64_t{shesha_offset} + proto::kHeaderSize + std::uint64_t{elem_count} * sizeof(float) <= frame_len;
+}
+
+// Where a GRADIENT's elements sit: two packets merge only if these are equal.
+struct GradientLayout {
+    std::uint32_t elem_count = 0;
+    std::uint32_t frame_len = 0;
+    std::uint32_t shesha_offset = 0;
+    constexpr bool operator==(const GradientLayout&) const noexcept = default;
+};
+
+// Whether a waiting GRADIENT may take an arriving one with the same key and destination: the same
+// layout, and the summed contributions still fit the 16-bit count. false is a refusal (counted).
+[[gnu::always_inline]] constexpr bool may_merge(const GradientLayout& waiting, std::uint32_t waiting_contrib,
+                                                const GradientLayout& arriving, std::uint32_t arriving_contrib) noexcept {
+    return waiting == arriving && waiting_contrib + arriving_contrib <= proto::kMaxContributions;
+}
+
+// Adds `arriving` into `waiting` (no checks: the caller has matched the key and destination and
+// called may_merge). Both point at Shesha headers, each followed by elem_count fp32.
 // The waiting packet ends up carrying `contributions` (its old count plus the arrival's), the span
 // of both packets' timestamps, MERGED, and the arrival's congestion mark if it had one.
 [[gnu::always_inline]] inline void merge_gradient_into(std::uint8_t* waiting, const std::uint8_t* arriving,

@@ -416,19 +416,17 @@ private:
                                                        std::uint32_t len, const PacketMeta& meta, bool bypassing) noexcept {
         BatchMergeCounts& counts = port.batch_merge_counts;
         std::uint8_t* frame = Io::data(m);
-        const std::uint64_t end =
-            std::uint64_t{meta.shesha_offset} + proto::kHeaderSize + std::uint64_t{meta.elem_count} * sizeof(float);
-        if (meta.shesha_offset == 0 || end > len) [[unlikely]] {  // as the queue: never a merge partner
+        if (!gradient_fits(meta.shesha_offset, meta.elem_count, len)) [[unlikely]] {  // as the queue: never a merge partner
             counts.mergeable += bypassing;
             return false;
         }
-        const std::uint64_t key = BatchMergeIndex::key_of(meta.cluster_id, meta.chunk_index, meta.model_version);
+        const GradientLayout layout{meta.elem_count, len, meta.shesha_offset};
+        const std::uint64_t key = merge_key(meta.cluster_id, meta.chunk_index, meta.model_version);
         BatchMergeIndex::Leader* l = port.batch_merges.find(key, meta.dst_ip);
         if (l != nullptr && l->frame != nullptr) {
             const std::uint32_t sum = std::uint32_t{cursor.tx_contrib[l->tx_index]} + meta.contributions;
-            if (l->elem_count == meta.elem_count && l->frame_len == len && l->shesha_offset == meta.shesha_offset &&
-                sum <= proto::kMaxContributions) [[likely]] {
-                merge_gradient_into(l->frame + l->shesha_offset, frame + meta.shesha_offset, meta.elem_count,
+            if (may_merge(l->layout, cursor.tx_contrib[l->tx_index], layout, meta.contributions)) [[likely]] {
+                merge_gradient_into(l->frame + l->layout.shesha_offset, frame + meta.shesha_offset, meta.elem_count,
                                     static_cast<std::uint16_t>(sum));
                 if (l->l4_offset != 0) frame::clear_udp_checksum(l->frame + l->l4_offset);
                 cursor.tx_contrib[l->tx_index] = static_cast<std::uint16_t>(sum);
@@ -444,8 +442,7 @@ private:
         }
         if (bypassing) {
             ++counts.mergeable;
-            port.batch_merges.put(key, meta.dst_ip,
-                                  {frame, len, cursor.n_tx, meta.shesha_offset, meta.l4_offset, meta.elem_count});
+            port.batch_merges.put(key, meta.dst_ip, {frame, layout, cursor.n_tx, meta.l4_offset});
         } else if (l != nullptr) {
             l->frame = nullptr;  // superseded by the packet this arrival becomes in the queue
         }
