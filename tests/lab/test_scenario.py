@@ -110,7 +110,7 @@ def test_quick_and_overrides(scenario_file):
 @pytest.mark.parametrize("extra, message", [
     ("seedz: [1]\n", "seedz: unknown key (allowed: name, description, duration_s, seeds, processes, host_cpus, "
                      "rack, switches, links, clusters, learners, cross_traffic, synthetic, arms, quick, "
-                     "progress_interval_s, telemetry_interval_s, faults)"),
+                     "progress_interval_s, telemetry_interval_s, faults, at_scale)"),
     ("rack: {bogus: 1}\n", "rack.bogus: unknown key (allowed: prefix, if_prefix, subnet, pmd)"),
     ("switches:\n  - {name: tor, bottleneck: {foo: 1}}\n",
      "switches[0].bottleneck.foo: unknown key (allowed: rate, burst_bytes, queue_packets, queue_bytes, "

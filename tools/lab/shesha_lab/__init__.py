@@ -12,11 +12,11 @@
   arm            one arm and seed, step by step
   raw_files      reading a run's raw files
   analysis       numbers from the raw files: time to target, AoM, Jain's index, seed verdicts
-  sim_scale      the scenario's shape at scale in shesha-sim
+  sim_scale      the scenario's shape as training at scale in shesha-sim (at_scale: 64-1,024 workers)
   sim_check      the scenario itself in shesha-sim (training workload) against the rack run
   report         report.md, summary.json, results.json and the headline
   plots          the report's figures
-  cli            the command line: run, replot, check
+  cli            the command line: run, replot, check, sim-check, scale
 
 Docs: docs/lab.md. Unit tests: tests/lab/ (/usr/bin/python3 -m pytest tests/lab).
 """

@@ -6,6 +6,10 @@
   shesha-lab check [SCENARIO]    validate a scenario and print it with every default filled in
   shesha-lab sim-check DIR       run DIR's scenario in shesha-sim (training workload, the rack's own
                                  compute times) and add rack against simulator to DIR's report.md
+  shesha-lab scale [SCENARIO] [--full] [--out DIR]
+                                 only the at-scale step (the scenario's shape as training in shesha-sim
+                                 at 64-1,024 workers, FIFO against full Shesha): at_scale.main, or with
+                                 --full at_scale.full; no root needed
 
 Every learner and worker runs in its own network namespace on a veth pair (tools/lab/rack.sh);
 shesha-switch (one per rack) bridges them on af_packet ports, shaping the learners' port(s). Each
@@ -31,7 +35,7 @@ from .processes import binaries, choose_processes
 from .report import print_headline, write_report
 from .scenario import load_scenario
 from .sim_check import run_sim_check
-from .sim_scale import run_sim_scale
+from .sim_scale import run_at_scale, sim_section
 from .topology import topology
 
 LOCK_PATH = "/run/lock/shesha-lab.lock"
@@ -175,7 +179,9 @@ def cmd_run(args):
         lab.teardown()
     if kind == "drl":
         run_sim_check(out, lab.build, log=lambda m: print(m, flush=True))
-    run_sim_scale(scenario, lab.build, out)
+    print("shesha-lab: at scale in shesha-sim (at_scale.main; `shesha-lab scale --full` runs the whole study)",
+          flush=True)
+    run_at_scale(scenario, lab.build, out, "main", log=lambda m: print(m, flush=True))
     scenario, kind, results = analyse(out)
     summaries = write_report(out, scenario, kind, results)
     print_headline(scenario, summaries)
@@ -199,6 +205,41 @@ def cmd_sim_check(args):
     if not run_sim_check(args.dir, os.path.abspath(args.build_dir), log=lambda m: print(m, flush=True), sim=args.sim):
         return 1
     return cmd_replot(args)
+
+
+def cmd_scale(args):
+    """Only the at-scale step: into a report directory of `shesha-lab run` (its report.md rewritten, the
+    runs already there with the same command kept) or into a directory of its own (report.md with the
+    at-scale section alone)."""
+    out = os.path.abspath(args.out or os.path.join(os.getcwd(), f"report-scale-{time.strftime('%Y%m%d-%H%M%S')}"))
+    lab_report = os.path.isfile(os.path.join(out, "configs", "scenario.effective.json"))
+    path = args.scenario
+    if path is None:
+        given = os.path.join(out, "configs", "scenario.yaml")
+        path = given if lab_report and os.path.isfile(given) else DEFAULT_SCENARIO
+    scenario = load_scenario(path)
+    scenario["_path"] = os.path.relpath(os.path.abspath(path), SOURCE_ROOT) if os.path.abspath(path).startswith(
+        SOURCE_ROOT + os.sep) else os.path.abspath(path)
+    plan = "full" if args.full else "main"
+    os.makedirs(out, exist_ok=True)
+    items = scenario["at_scale"][plan]
+    print(f"shesha-lab: at scale, scenario '{scenario['name']}' ({scenario['_path']}), at_scale.{plan}: "
+          + "; ".join(f"{i['workers']} workers x seeds {','.join(map(str, i['seeds']))} x 2 arms, cap "
+                      f"{i['duration_ms'] / 1000:g} s virtual" for i in items) + f"; into {out}", flush=True)
+    started = time.monotonic()
+    if not run_at_scale(scenario, os.path.abspath(args.build_dir), out, plan, log=lambda m: print(m, flush=True),
+                        sim=args.sim, rerun=args.rerun, lock=args.lock):
+        return 1
+    print(f"shesha-lab: at scale done in {time.monotonic() - started:.0f} s", flush=True)
+    if lab_report and os.path.isdir(os.path.join(out, "raw")):
+        return cmd_replot(argparse.Namespace(dir=out))
+    lines = [f"# shesha-lab at scale: {scenario['name']}", "",
+             f"`{' '.join(['shesha-lab'] + sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M:%S')}, "
+             f"{socket.gethostname()})"] + sim_section(out)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"shesha-lab: report {out}/report.md")
+    return 0
 
 
 def cmd_check(args):
@@ -234,6 +275,17 @@ def parser():
     sim_check.add_argument("dir")
     sim_check.add_argument("--build-dir", default=os.path.join(SOURCE_ROOT, "build"), help="meson build dir with shesha-sim")
     sim_check.add_argument("--sim", help="the shesha-sim binary (default: the build dir's)")
+    scale = sub.add_parser("scale", help="only the at-scale step: the scenario's shape as training in shesha-sim "
+                           "(at_scale.main, or at_scale.full with --full)")
+    scale.add_argument("scenario", nargs="?", default=None,
+                       help="scenario YAML (default: DIR's configs/scenario.yaml for a lab report, else "
+                       "configs/lab-default.yaml)")
+    scale.add_argument("--full", action="store_true", help="the whole study (at_scale.full) instead of at_scale.main")
+    scale.add_argument("--out", help="directory (a lab report's: its report.md is rewritten; default ./report-scale-<time>)")
+    scale.add_argument("--build-dir", default=os.path.join(SOURCE_ROOT, "build"), help="meson build dir with shesha-sim")
+    scale.add_argument("--sim", help="the shesha-sim binary (default: the build dir's)")
+    scale.add_argument("--rerun", action="store_true", help="run again the runs whose results are already there")
+    scale.add_argument("--lock", help="a file each simulation run holds (flock) while it runs")
     check = sub.add_parser("check", help="validate a scenario, print it with defaults filled in")
     check.add_argument("scenario", nargs="?", default=None)
     check.add_argument("--quick", action="store_true")
@@ -243,13 +295,14 @@ def parser():
 def main(argv=None):
     """The command line (argv: the arguments, default sys.argv[1:]) -> the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in ("run", "replot", "check", "sim-check", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "replot", "check", "sim-check", "scale", "-h", "--help"):
         argv = ["run"] + argv
     args = parser().parse_args(argv)
     if getattr(args, "scenario", "x") is None and os.path.isfile(DEFAULT_SCENARIO):
         args.scenario = DEFAULT_SCENARIO
     try:
-        return {"run": cmd_run, "replot": cmd_replot, "check": cmd_check, "sim-check": cmd_sim_check}[args.cmd](args)
+        return {"run": cmd_run, "replot": cmd_replot, "check": cmd_check, "sim-check": cmd_sim_check,
+                "scale": cmd_scale}[args.cmd](args)
     except LabError as e:
         print(f"shesha-lab: {e}", file=sys.stderr)
         return 2

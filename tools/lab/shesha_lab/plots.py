@@ -186,3 +186,51 @@ class _Plotter:
         fig.savefig(os.path.join(self.out, "share.png"), dpi=110)
         self.plt.close(fig)
         self.figures.append(("Per-cluster share of the bottleneck and Jain's index", "share.png"))
+
+
+def at_scale_returns(path, plan, results):
+    """The at-scale section's figure (sim_scale.py): evaluation return against virtual time, a row of
+    panels per size and a panel per job, a line per arm (colour) and seed (the first seed bold), the
+    target dotted; from each run's curve.csv (shesha-sim's training series). -> True if written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sizes = []
+    for run in plan["runs"]:
+        if run["size"] not in sizes:
+            sizes.append(run["size"])
+    clusters = plan["clusters"]
+    if not sizes or not results:
+        return False
+    fig, axes = plt.subplots(len(sizes), len(clusters), figsize=(5.5 * len(clusters), 3.4 * len(sizes)),
+                             squeeze=False)
+    colors = {"fifo": "C0", "shesha": "C1"}
+    any_data = False
+    for row, size in enumerate(sizes):
+        for col, cluster in enumerate(clusters):
+            ax = axes[row][col]
+            labelled = set()
+            for result in sorted(results.values(), key=lambda r: (r["run"]["arm"], r["run"]["seed"])):
+                run = result["run"]
+                if run["size"] != size:
+                    continue
+                points = result["curve"].get(str(col)) or []
+                if not points:
+                    continue
+                any_data = True
+                xs, ys = zip(*points)
+                first = run["arm"] not in labelled
+                ax.plot(xs, ys, color=colors.get(run["arm"], "C2"), alpha=0.9 if first else 0.45,
+                        lw=1.4 if first else 0.9, label=run["arm"] if first else None)
+                labelled.add(run["arm"])
+            ax.axhline(cluster["target_return"], color="grey", linestyle=":", label="target")
+            ax.set_title(f"{size:,} workers: {cluster['env']}", fontsize=10)
+            ax.set_xlabel("virtual time (s)")
+            ax.set_ylabel("evaluation return")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    if any_data:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return any_data

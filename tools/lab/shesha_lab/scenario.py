@@ -6,6 +6,7 @@ import os
 from . import LabError
 from .cluster_files import JUMBO_MTU, MAX_STD_CHUNK, rack_mtu
 from .faults import FAULTS_TEMPLATE, expand_fault_arms, validate_faults
+from .sim_scale import AT_SCALE_TEMPLATE, validate_at_scale
 from .topology import topology
 
 REQUIRED = object()
@@ -34,6 +35,9 @@ TEMPLATE = {
     "telemetry_interval_s": 0.25,
     # Faults on a schedule in each run of the chosen arms (faults.py, docs/lab.md "Faults").
     "faults": copy.deepcopy(FAULTS_TEMPLATE),
+    # The scenario's shape as training in shesha-sim at 64-1,024 workers (sim_scale.py, docs/lab.md
+    # "At scale"): main = the runs of shesha-lab run, full = shesha-lab scale --full.
+    "at_scale": copy.deepcopy(AT_SCALE_TEMPLATE),
 }
 SWITCH_TEMPLATE = {
     "name": REQUIRED, "lcore": 0, "idle_backoff_us": 0, "burst": 32, "mbufs": 16384,
@@ -48,8 +52,9 @@ CLUSTER_TEMPLATE = {
 }
 ARM_TEMPLATE = {"name": REQUIRED, "aggregation": REQUIRED, "feedback": REQUIRED, "congestion_control": REQUIRED,
                 "label": "", "scheduling": "fifo", "model_delivery": "unicast"}
+AT_SCALE_RUN_TEMPLATE = {"workers": REQUIRED, "seeds": [1, 2, 3], "duration_ms": 2000.0}
 ITEM_TEMPLATES = {"switches": SWITCH_TEMPLATE, "links": LINK_TEMPLATE, "clusters": CLUSTER_TEMPLATE,
-                  "arms": ARM_TEMPLATE}
+                  "arms": ARM_TEMPLATE, "at_scale.main": AT_SCALE_RUN_TEMPLATE, "at_scale.full": AT_SCALE_RUN_TEMPLATE}
 
 DEFAULT_ARMS = [
     {"name": "fifo", "label": "FIFO, no feedback", "aggregation": False, "feedback": False, "congestion_control": False,
@@ -90,10 +95,10 @@ def merge_strict(template, given, path):
             merged[key] = copy.deepcopy(default)
             continue
         value = given[key]
-        if key in ITEM_TEMPLATES and isinstance(default, list) and not path:
+        if key_path in ITEM_TEMPLATES and isinstance(default, list):
             if not isinstance(value, list):
                 raise LabError(f"{key_path}: must be a list, got {_type_name(value)}")
-            merged[key] = [merge_strict(ITEM_TEMPLATES[key], item, f"{key_path}[{i}]") for i, item in enumerate(value)]
+            merged[key] = [merge_strict(ITEM_TEMPLATES[key_path], item, f"{key_path}[{i}]") for i, item in enumerate(value)]
         elif isinstance(default, dict):
             merged[key] = merge_strict(default, value, key_path)
         elif default is REQUIRED:
@@ -181,6 +186,7 @@ def validate(scenario):
     hosts, _links = topology(scenario)
     validate_faults(scenario, hosts)
     expand_fault_arms(scenario)
+    validate_at_scale(scenario)
 
 
 def _validate_top_level(scenario):
