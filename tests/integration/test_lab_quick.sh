@@ -70,10 +70,14 @@ check("scenario has the FIFO and full Shesha arms", arms == ["fifo", "shesha"])
 check("full Shesha schedules per cluster (drr), FIFO does not",
       [a["scheduling"] for a in sc["arms"]] == ["fifo", "drr"])
 check("the learners share one host and port", sc["learners"] == "shared")
-for section in ("## Goals: full Shesha against FIFO", "## Seed by seed", "## Time to target over seeds", "## At scale: the same shape in shesha-sim"):
+for section in ("## Goals: full Shesha against FIFO", "## Seed by seed", "## Time to target over seeds", "## At scale: training in shesha-sim"):
     check(f"report has '{section}'", section in report)
-sim_rows = open(os.path.join(R, "sim", "summary.csv")).read().splitlines()[1:] if os.path.exists(os.path.join(R, "sim", "summary.csv")) else []
-check("simulator section: 2 sizes x 2 arms x 2 model deliveries x 3 seeds", len(sim_rows) == 24)
+# at_scale.quick: 64 workers, seed 1, FIFO and full Shesha, training in shesha-sim (one row per cluster each).
+for label in ("fifo-64-s1", "shesha-64-s1"):
+    training = os.path.join(R, "at-scale", "runs", label, "training.csv")
+    rows = open(training).read().splitlines()[1:] if os.path.exists(training) else []
+    check(f"at scale {label}: a training row per cluster", len(rows) == len(sc["clusters"]))
+check("at scale: the return plot", os.path.getsize(os.path.join(R, "at_scale_return.png")) > 0 if os.path.exists(os.path.join(R, "at_scale_return.png")) else False)
 for a in sc["arms"]:
     name = a["name"]
     check(f"{name}: in the headline table", f"| {name} |" in report)

@@ -38,6 +38,7 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
     assert at_scale["main"] == [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000},
                                 {"workers": 256, "seeds": [1], "duration_ms": 2000}]
     assert [r["workers"] for r in at_scale["full"]] == [64, 256, 1024]
+    assert at_scale["quick"] == [{"workers": 64, "seeds": [1], "duration_ms": 1000}]
     assert (at_scale["overload"], at_scale["model_delivery"], at_scale["compute_threads"]) == (4.0, "replicated", 2)
     assert at_scale["large_configs"] == []
     shipped = load_scenario(os.path.join(source_root, "configs", "lab-default.yaml"))["at_scale"]
@@ -51,7 +52,7 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
 
 @pytest.mark.parametrize("extra, message", [
     ("at_scale: {sizes: [64]}\n",
-     "at_scale.sizes: unknown key (allowed: enabled, main, full, overload, host_gbps, model_delivery, "
+     "at_scale.sizes: unknown key (allowed: enabled, main, quick, full, overload, host_gbps, model_delivery, "
      "eval_interval_ms, compute_threads, step_us, update_us, large_from, large_configs)"),
     ("at_scale:\n  main:\n    - {workers: 64, cap: 1}\n",
      "at_scale.main[0].cap: unknown key (allowed: workers, seeds, duration_ms)"),

@@ -179,9 +179,12 @@ def cmd_run(args):
         lab.teardown()
     if kind == "drl":
         run_sim_check(out, lab.build, log=lambda m: print(m, flush=True))
-    print("shesha-lab: at scale in shesha-sim (at_scale.main; `shesha-lab scale --full` runs the whole study)",
+    plan = "quick" if args.quick else "main"
+    print(f"shesha-lab: at scale in shesha-sim (at_scale.{plan}; `shesha-lab scale --full` runs the whole study)",
           flush=True)
-    run_at_scale(scenario, lab.build, out, "main", log=lambda m: print(m, flush=True))
+    at_scale_started = time.monotonic()
+    if run_at_scale(scenario, lab.build, out, plan, log=lambda m: print(m, flush=True)):
+        print(f"shesha-lab: at scale done in {time.monotonic() - at_scale_started:.0f} s", flush=True)
     scenario, kind, results = analyse(out)
     summaries = write_report(out, scenario, kind, results)
     print_headline(scenario, summaries)

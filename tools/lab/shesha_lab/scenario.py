@@ -36,7 +36,7 @@ TEMPLATE = {
     # Faults on a schedule in each run of the chosen arms (faults.py, docs/lab.md "Faults").
     "faults": copy.deepcopy(FAULTS_TEMPLATE),
     # The scenario's shape as training in shesha-sim at 64-1,024 workers (sim_scale.py, docs/lab.md
-    # "At scale"): main = the runs of shesha-lab run, full = shesha-lab scale --full.
+    # "At scale"): main = the runs of shesha-lab run, quick = of run --quick, full = shesha-lab scale --full.
     "at_scale": copy.deepcopy(AT_SCALE_TEMPLATE),
 }
 SWITCH_TEMPLATE = {
@@ -54,7 +54,8 @@ ARM_TEMPLATE = {"name": REQUIRED, "aggregation": REQUIRED, "feedback": REQUIRED,
                 "label": "", "scheduling": "fifo", "model_delivery": "unicast"}
 AT_SCALE_RUN_TEMPLATE = {"workers": REQUIRED, "seeds": [1, 2, 3], "duration_ms": 2000.0}
 ITEM_TEMPLATES = {"switches": SWITCH_TEMPLATE, "links": LINK_TEMPLATE, "clusters": CLUSTER_TEMPLATE,
-                  "arms": ARM_TEMPLATE, "at_scale.main": AT_SCALE_RUN_TEMPLATE, "at_scale.full": AT_SCALE_RUN_TEMPLATE}
+                  "arms": ARM_TEMPLATE, "at_scale.main": AT_SCALE_RUN_TEMPLATE, "at_scale.quick": AT_SCALE_RUN_TEMPLATE,
+                  "at_scale.full": AT_SCALE_RUN_TEMPLATE}
 
 DEFAULT_ARMS = [
     {"name": "fifo", "label": "FIFO, no feedback", "aggregation": False, "feedback": False, "congestion_control": False,

@@ -38,10 +38,12 @@ AT_SCALE_TEMPLATE = {
     # shesha-lab run: a subset that fits the main job's budget (about 3 minutes on a 2-core machine).
     "main": [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000},
              {"workers": 256, "seeds": [1], "duration_ms": 2000}],
+    # shesha-lab run --quick (CI's 5 minutes): one small pair of runs.
+    "quick": [{"workers": 64, "seeds": [1], "duration_ms": 1000}],
     # shesha-lab scale SCENARIO --full: the whole study (about 30-40 minutes on a 2-core machine).
     "full": [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000},
              {"workers": 256, "seeds": [1, 2, 3], "duration_ms": 2000},
-             {"workers": 1024, "seeds": [1, 2, 3], "duration_ms": 2000}],
+             {"workers": 1024, "seeds": [1, 2, 3], "duration_ms": 1500}],
     "overload": 4.0,               # offered gradient load / the learner port's rate
     "host_gbps": 10.0,             # every worker's link
     "model_delivery": "replicated",  # both arms: unicast MODEL alone would fill the port's downlink
@@ -81,7 +83,7 @@ def validate_at_scale(scenario):
     """Checks scenario['at_scale'] (merged with AT_SCALE_TEMPLATE, its run lists with RUN_TEMPLATE):
     values merge_strict cannot check; every error names the key."""
     at_scale = scenario["at_scale"]
-    for plan in ("main", "full"):
+    for plan in ("main", "quick", "full"):
         sizes = []
         for i, run in enumerate(at_scale[plan]):
             key = f"at_scale.{plan}[{i}]"
@@ -342,8 +344,8 @@ def run_at_scale(scenario, build, out, plan="main", log=print, sim=None, rerun=F
         for name in ("summary.csv", "clusters.csv", "series.csv", "training.csv", "curve.csv", "command.txt"):
             if os.path.exists(os.path.join(run_dir, name)):
                 os.remove(os.path.join(run_dir, name))
+        lock_file = _take_lock(lock, log, prefix)
         t0 = time.monotonic()
-        lock_file = _take_lock(lock)
         try:
             code, tail = _run_one(cmd, run_dir, log, prefix, envs, progress_s)
         finally:
@@ -375,12 +377,17 @@ def run_at_scale(scenario, build, out, plan="main", log=print, sim=None, rerun=F
     return True
 
 
-def _take_lock(path):
+def _take_lock(path, log, prefix):
+    """Holds path (flock) for one run, saying so if it has to wait -> the open file (None without)."""
     if not path:
         return None
     import fcntl
     lock_file = open(path, "a+")
-    fcntl.flock(lock_file, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log(f"{prefix}: waiting for {path}")
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
     return lock_file
 
 
