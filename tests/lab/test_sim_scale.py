@@ -274,7 +274,7 @@ def test_section_tables_from_a_fixture(tmp_path):
         "1.1 / 0.5 | 222 / 100 | 12 (11..13) |",
         "| 1,024 | shesha | 0.50 / 0.60 | 0.00 / 0.00 | 0.0 (0.0..0.0) % | 0 | 100 | 0.20 / 0.40 | 12.0 / 12.0 | "
         "15.0 / 3.0 | 500 / 100 | 12 (11..13) |"]
-    assert ("Not run here (the main job's budget): 64 workers, seed(s) 2. `tools/lab/shesha-lab scale SCENARIO --full "
+    assert ("Not run here (`at_scale.main` is bounded to fit its command's time): 64 workers, seed(s) 2. `tools/lab/shesha-lab scale SCENARIO --full "
             "--out DIR` runs the whole `at_scale.full` study (on this report's directory it keeps the runs already here "
             "and rewrites the report; on a 2-core machine about 30-40 minutes, most of it the 1,024-worker runs).") in lines
     assert "![Return against virtual time at scale](at_scale_return.png)" in lines

@@ -660,7 +660,7 @@ def at_scale_lines(plan, results, plot_file=None):
             left = [s for s in item["seeds"] if (item["workers"], s) not in run_items]
             if left:
                 by_size[item["workers"]] = left
-        lines.append("Not run here (the main job's budget): " + "; ".join(
+        lines.append(f"Not run here (`at_scale.{plan['plan']}` is bounded to fit its command's time): " + "; ".join(
             f"{size:,} workers, seed(s) {', '.join(map(str, seeds))}" for size, seeds in by_size.items())
             + ". `tools/lab/shesha-lab scale SCENARIO --full --out DIR` runs the whole `at_scale.full` study (on this "
             "report's directory it keeps the runs already here and rewrites the report; on a 2-core machine about "
