@@ -325,6 +325,8 @@ def files_section(out, kind):
             "- `raw/<arm>/seed-<s>/`: switch stats JSON and logs, live queue telemetry (`queues-*.csv`), "
             + ("learner metrics dirs and worker metrics" if kind == "drl" else "shesha-sink/shesha-gen JSON and logs"),
             "- `summary.json`: the numbers in these tables; `results.json`: every analysed number per arm and seed",
+            "- `at-scale/`: the at-scale section's shesha-sim runs (`plan.json`; per run `runs/ARM-SIZE-sSEED/` with its "
+            "CSVs and `command.txt`); `shesha-lab scale --full --out DIR` adds the rest of the study",
             f"- regenerate figures and this file: `tools/lab/shesha-lab replot {out}`", ""]
 
 
