@@ -334,7 +334,7 @@ def run_at_scale(scenario, build, out, plan="main", log=print, sim=None, rerun=F
         cmd = run_command(sim, run, run_dir)
         command_path = os.path.join(run_dir, "command.txt")
         done = (not rerun and os.path.isfile(os.path.join(run_dir, "training.csv"))
-                and os.path.isfile(command_path) and open(command_path).read().strip() == " ".join(cmd))
+                and _read_text(command_path).strip() == " ".join(cmd))
         prefix = f"   at scale {n}/{len(runs)}: {run['size']} workers, {run['arm']}, seed {run['seed']}"
         if done:
             run["wall_s"] = (load_json(os.path.join(run_dir, "run.json")) or {}).get("wall_s")
@@ -375,6 +375,14 @@ def run_at_scale(scenario, build, out, plan="main", log=print, sim=None, rerun=F
                    "learners": scenario["learners"], "scenario_path": scenario.get("_path", ""),
                    "runs": [{k: v for k, v in r.items() if k != "settings"} for r in runs]}, f, indent=1)
     return True
+
+
+def _read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _take_lock(path, log, prefix):
