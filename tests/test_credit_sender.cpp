@@ -847,3 +847,105 @@ TEST_CASE("merge_floor is validated") {
     c.merge_floor = std::numeric_limits<double>::quiet_NaN();
     CHECK_THAT(validate(c), Catch::Contains("merge_floor"));
 }
+
+TEST_CASE("acked_seq retires the chunks sent before the acknowledged update: lost credits do not stay in flight") {
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 1;  // 4 chunks per update
+    c.w_init = 8;
+    c.w_max = 16;
+    c.additive_increase = 0;  // W stays 8: this test is about what is in flight
+    CreditSender s(c);
+    std::vector<float> g(4, 1.0f);
+    REQUIRE(s.offer_update(1, 10, g) == OfferResult::Ok);  // seq 1
+    CHECK(send_burst(s, 10) == 4);
+    REQUIRE(s.offer_update(1, 20, g) == OfferResult::Ok);  // seq 2
+    CHECK(send_burst(s, 20) == 4);
+    CHECK(s.in_flight() == 8);
+    CHECK(s.credits_available() == 0);
+
+    // The four CREDITs of update 1 were lost; the learner saw update 2's first chunk and credits it.
+    proto::CreditBody b = credit(1);
+    b.acked_seq = 2;
+    s.on_credit(b, 0, 30);
+    CHECK(s.counters().chunks_acked_past == 4);  // seq 1's chunks: sent before update 2's
+    CHECK(s.in_flight() == 3);                   // then the unit for the acknowledged chunk
+    CHECK(s.counters().credits_excess == 0);
+    CHECK(s.acked_seq() == 2);
+    CHECK(s.credits_available() == 5);
+    CHECK(s.counters().rounds == 1);  // the first round began with nothing sent: it ends at its first CREDIT
+    CHECK(s.counters().credit_timeouts == 0);
+
+    // An older acknowledgement (a reordered CREDIT) retires nothing by seq; its unit still counts.
+    b.acked_seq = 1;
+    s.on_credit(b, 0, 31);
+    CHECK(s.counters().chunks_acked_past == 4);
+    CHECK(s.in_flight() == 2);
+    // acked_seq 0 means "nothing acknowledged" (a worker the learner never saw named): no retirement.
+    b.acked_seq = 0;
+    b.credits = 0;
+    s.on_credit(b, 0, 32);
+    CHECK(s.in_flight() == 2);
+    CHECK(s.counters().chunks_acked_past == 4);
+
+    // The same acknowledgement again retires nothing more: update 2's own chunks stay until credited.
+    b.acked_seq = 2;
+    s.on_credit(b, 0, 33);
+    CHECK(s.in_flight() == 2);
+    b.credits = 2;
+    s.on_credit(b, 0, 34);
+    CHECK(s.in_flight() == 0);
+    CHECK(s.counters().chunks_acked_past == 4);
+    CHECK(s.counters().credits_received == 4);
+    CHECK(s.counters().credits_excess == 0);
+    // Every chunk sent is accounted for: credited units + retired by acknowledgement + in flight.
+    CHECK(s.counters().chunks_sent == 8);
+    CHECK(s.counters().credits_received - s.counters().credits_excess + s.counters().chunks_acked_past + s.in_flight() == 8);
+}
+
+TEST_CASE("acked_seq: a waiting chunk keeps its first seq, so an acknowledgement retires exactly the earlier sends") {
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 1;
+    c.w_init = 3;
+    c.w_max = 16;
+    c.additive_increase = 0;
+    CreditSender s(c);
+    std::vector<float> g(4, 1.0f);
+    REQUIRE(s.offer_update(1, 10, g) == OfferResult::Ok);  // seq 1: chunks 0..3 wait
+    CHECK(send_burst(s, 10) == 3);                          // chunks 0, 1, 2 (seq 1)
+    proto::CreditBody b = credit(2);
+    b.acked_seq = 1;
+    s.on_credit(b, 0, 20);                                  // chunks 0, 1 credited: nothing sent before update 1
+    CHECK(s.in_flight() == 1);
+    CHECK(s.counters().chunks_acked_past == 0);
+    REQUIRE(s.offer_update(1, 30, g) == OfferResult::Ok);  // seq 2: 0, 1, 2 queued anew behind 3; 3 summed (seq 1)
+    CHECK(s.counters().chunks_merged == 1);
+    CHECK(send_burst(s, 30) == 2);                          // chunk 3 (seq 1, SENDER_MERGED), chunk 0 (seq 2)
+    CHECK(s.in_flight() == 3);
+    // The CREDITs of chunks 2 and 3 are lost; the learner saw chunk 0 of update 2 and credits it.
+    b.credits = 1;
+    b.acked_seq = 2;
+    s.on_credit(b, 0, 40);
+    CHECK(s.counters().chunks_acked_past == 2);  // chunks 2 and 3 (both seq 1) left before it
+    CHECK(s.in_flight() == 0);
+    CHECK(send_burst(s, 40) == 2);               // chunks 1, 2 of update 2, and nothing else waits
+    CHECK(s.pending_chunks() == 0);
+    b.credits = 0;
+    s.on_credit(b, 0, 50);                       // update 2's own chunks are not before it
+    CHECK(s.in_flight() == 2);
+    CHECK(s.counters().chunks_acked_past == 2);
+
+    // Off (as in the verifier's agreement runs): the acknowledgement retires nothing.
+    SenderConfig off = c;
+    off.cumulative_ack = false;
+    CreditSender t(off);
+    REQUIRE(t.offer_update(1, 10, g) == OfferResult::Ok);
+    CHECK(send_burst(t, 10) == 3);
+    REQUIRE(t.offer_update(1, 20, g) == OfferResult::Ok);
+    proto::CreditBody late = credit(0);
+    late.acked_seq = 5;
+    t.on_credit(late, 0, 30);
+    CHECK(t.in_flight() == 3);
+    CHECK(t.counters().chunks_acked_past == 0);
+}

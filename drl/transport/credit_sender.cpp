@@ -15,6 +15,9 @@ namespace {
 // window cut would only move to the sender. With the threshold at one half, the leaf-spine study
 // point (4,096 workers) fell below it, the windows were cut and staleness rose from 29 to 118.
 constexpr double kMergeFloorFraction = 0.1;
+// Runs of in-flight seqs tracked for cumulative acknowledgement (runs_): enough for every window up
+// to this many chunks to give each chunk in flight its own run.
+constexpr double kMaxFlightRuns = 1024;
 }  // namespace
 
 std::string validate(const SenderConfig& cfg) {
@@ -44,6 +47,7 @@ CreditSender::CreditSender(const SenderConfig& cfg) : cfg_(cfg) {
     order_.assign(layout_.chunk_count, 0);
     window_ = cfg.w_init;
     alpha_ = cfg.alpha_init;
+    runs_.assign(static_cast<std::size_t>(std::min(cfg.w_max, kMaxFlightRuns)) + 1, FlightRun{});
     next_seq_ = cfg.first_seq;
 }
 
@@ -140,6 +144,14 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
     if (in_flight_ == 0) last_progress_ns_ = now_ns;  // the timeout counts from the first chunk out
     last_send_ns_ = now_ns;
     ++in_flight_;
+    const auto n_runs = static_cast<std::uint32_t>(runs_.size());
+    FlightRun* last = runs_count_ != 0 ? &runs_[(runs_head_ + runs_count_ - 1) % n_runs] : nullptr;
+    if (last != nullptr && (last->seq == s.seq || runs_count_ == n_runs)) {
+        ++last->count;  // same update (or no run left: acknowledged with the last run, a little early)
+    } else {
+        runs_[(runs_head_ + runs_count_) % n_runs] = FlightRun{s.seq, 1};
+        ++runs_count_;
+    }
     ++c_.chunks_sent;
     c_.contributions_sent += s.contrib_count;
     return out;
@@ -148,6 +160,14 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
 void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags, std::uint64_t now_ns) noexcept {
     ++c_.credit_messages;
     c_.credits_received += credit.credits;
+    // Cumulative acknowledgement first: a named CREDIT's unit is for the acknowledged chunk itself,
+    // not for one sent before it. Without it, a lost CREDIT (or a unit the planner spread to another
+    // worker) would hold its chunk in flight until a whole credit timeout passed with no CREDIT at all,
+    // which never comes while other credits arrive: the window would fill with such chunks.
+    const std::uint32_t past = cfg_.cumulative_ack && credit.acked_seq != 0 ? retire_before(credit.acked_seq) : 0;
+    in_flight_ -= past;
+    retired_total_ += past;
+    c_.chunks_acked_past += past;
     const std::uint32_t applied = std::min(credit.credits, in_flight_);
     c_.credits_excess += credit.credits - applied;
     if (applied > 0 && in_flight_ == 1 && now_ns >= last_send_ns_) {
@@ -156,6 +176,7 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
         srtt_ns_ = srtt_ns_ == 0 ? sample : srtt_ns_ - srtt_ns_ / 8 + sample / 8;
     }
     in_flight_ -= applied;
+    retire_oldest(applied);
     retired_total_ += applied;
     round_credited_ += applied;
 
@@ -170,7 +191,7 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
     any_ack_ = true;
     last_progress_ns_ = now_ns;
 
-    if ((applied > 0 || marks > 0) && retired_total_ >= round_end_) end_round();
+    if ((applied > 0 || past > 0 || marks > 0) && retired_total_ >= round_end_) end_round();
     // Pacing: the next chunk waits (1/W - 1) round trips after this credit.
     if (applied > 0 && window_ < 1.0)
         next_send_ns_ = now_ns + static_cast<std::uint64_t>(static_cast<double>(srtt_ns_) * (1.0 / window_ - 1.0));
@@ -211,6 +232,7 @@ bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
     c_.chunks_presumed_lost += in_flight_;
     retired_total_ += in_flight_;
     in_flight_ = 0;
+    runs_head_ = runs_count_ = 0;
     last_progress_ns_ = now_ns;
     // Close the round on what it did see; a round that saw nothing just restarts (a timeout is not
     // taken as congestion: after an in-network merge the credit legitimately goes to another worker).
@@ -255,6 +277,30 @@ void CreditSender::end_round() noexcept {
         ++c_.round_increases;
     }
     start_round();
+}
+
+void CreditSender::retire_oldest(std::uint32_t n) noexcept {
+    while (n != 0 && runs_count_ != 0) {
+        FlightRun& r = runs_[runs_head_];
+        const std::uint32_t k = std::min(n, r.count);
+        r.count -= k;
+        n -= k;
+        if (r.count == 0) {
+            runs_head_ = (runs_head_ + 1) % static_cast<std::uint32_t>(runs_.size());
+            --runs_count_;
+        }
+    }
+}
+
+std::uint32_t CreditSender::retire_before(std::uint32_t acked_seq) noexcept {
+    // Serial-number order (RFC 1982), as acked_seq_ is kept; stops at the first run not before it.
+    std::uint32_t n = 0;
+    while (runs_count_ != 0 && static_cast<std::int32_t>(acked_seq - runs_[runs_head_].seq) > 0) {
+        n += runs_[runs_head_].count;
+        runs_head_ = (runs_head_ + 1) % static_cast<std::uint32_t>(runs_.size());
+        --runs_count_;
+    }
+    return n;
 }
 
 void CreditSender::start_round() noexcept {

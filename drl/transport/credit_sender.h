@@ -59,6 +59,10 @@ struct SenderConfig {
     // that holds chunks back only makes them merge at the sender for longer and arrive older.
     // Once the queue stops merging, the floor is w_min again. 0 (the default): no such floor.
     double merge_floor = 0;
+    // A CREDIT's acked_seq retires the chunks in flight sent before that update's (docs/transport.md,
+    // "Cumulative acknowledgement"). On by default; off only where a model counts credit units alone
+    // (the verifier's slotted agreement runs, tools/sim/slotted.cpp).
+    bool cumulative_ack = true;
 };
 
 // Empty if the config is usable, else the first problem found.
@@ -99,6 +103,9 @@ struct SenderCounters {
     std::uint64_t round_increases = 0;     // end-of-round additive increases
     std::uint64_t credit_timeouts = 0;
     std::uint64_t chunks_presumed_lost = 0;  // in flight when a credit timeout fired
+    // Left flight by a CREDIT's acked_seq, never credited: sent before a chunk of a later update that
+    // the learner has seen (their CREDIT was lost, or its unit spread to another worker after a merge).
+    std::uint64_t chunks_acked_past = 0;
 };
 
 class CreditSender {
@@ -115,9 +122,12 @@ public:
     // The oldest pending chunk, if in_flight() < floor(window()); it then counts as in flight.
     std::optional<OutgoingChunk> next_to_send(std::uint64_t now_ns) noexcept;
 
-    // A CREDIT from the learner (the caller checked its header: cluster, worker). credits chunks
-    // leave flight (at most in_flight(); the rest is counted as excess). flags may carry
-    // CONGESTION_ECHO: an echo with ce_count 0 counts as one mark.
+    // A CREDIT from the learner (the caller checked its header: cluster, worker). First, every chunk
+    // in flight that was sent before the first chunk of update acked_seq (0: none) leaves flight, as
+    // a cumulative acknowledgement: the learner has seen that update's chunk, and the ones sent before
+    // it took the same path ahead of it (counted chunks_acked_past). Then credits chunks leave flight
+    // (at most in_flight(); the rest is counted as excess). flags may carry CONGESTION_ECHO: an echo
+    // with ce_count 0 counts as one mark.
     void on_credit(const proto::CreditBody& credit, std::uint8_t flags, std::uint64_t now_ns) noexcept;
 
     // A FEEDBACK from the switch. Cuts the window at most once per window-round.
@@ -162,6 +172,8 @@ private:
     };
 
     void end_round() noexcept;
+    void retire_oldest(std::uint32_t n) noexcept;                 // the n oldest chunks in flight left it
+    std::uint32_t retire_before(std::uint32_t acked_seq) noexcept;  // the oldest ones with seq before acked_seq
     void start_round() noexcept;
     void cut_window(double a) noexcept;
     double merge_fraction() const noexcept;  // the latest FEEDBACK's merge_permille / 1000 (merge_aware)
@@ -178,6 +190,17 @@ private:
     double window_;
     double alpha_;
     std::uint32_t in_flight_ = 0;
+    // The chunks in flight in send order, as runs of equal seq: seqs go out in non-decreasing order (a
+    // waiting chunk keeps its first seq and its place), so a cumulative acknowledgement retires a
+    // prefix. The runs hold in_flight_ chunks in all. Fixed capacity, allocated at construction
+    // (min(w_max, 1024) + 1 runs); with a larger window, a chunk that finds it full joins the last run.
+    struct FlightRun {
+        std::uint32_t seq = 0;
+        std::uint32_t count = 0;
+    };
+    std::vector<FlightRun> runs_;
+    std::uint32_t runs_head_ = 0;
+    std::uint32_t runs_count_ = 0;
     std::uint32_t next_seq_;
     std::uint32_t acked_seq_ = 0;
     bool any_ack_ = false;

@@ -97,7 +97,8 @@ struct Scenario {
     // transport
     bool window_control = true;      // false: CreditSender window pinned wide open
     bool switch_feedback = true;     // switch -> sender FEEDBACK on marks (rate limited)
-    double w_init = 8;
+    // w_init is transport::SenderConfig's default (the cluster YAMLs' too); w_max stays below its 256.
+    double w_init = 16;
     double w_min = 1;                // below 1: the senders pace (one chunk per 1/W round trips)
     bool merge_aware = false;        // FEEDBACK and echo cuts scaled by 1 - the switch's merge fraction
     double merge_floor = 0;          // merge_aware: no cut below this while the queue merges >= half (0: off)

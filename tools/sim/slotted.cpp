@@ -147,6 +147,10 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
         sc.gain = p.gain;
         sc.alpha_init = p.alpha_init;
         sc.credit_timeout_ns = 0;  // no losses in the model (drops leak credit, as in the real sender)
+        // The verifier's bounded model counts credit units only: a dropped chunk keeps its unit in
+        // flight. The real sender's cumulative acknowledgement (acked_seq) would retire it; off here so
+        // that the model and the real code agree step by step (docs/verification.md).
+        sc.cumulative_ack = false;
         senders.emplace_back(sc);
         const std::uint32_t wid = sc.worker_id;
         planners.emplace_back(sc.cluster_id, std::span<const std::uint32_t>(&wid, 1));
