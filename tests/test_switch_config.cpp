@@ -370,8 +370,8 @@ TEST_CASE("bad configs are rejected with file, line, key path and expectation") 
         {"member neither MAC nor IPv4", kTwoPorts + "aggregation:\n  clusters:\n    - {id: 1, members: [10.0.0.1, host2]}\n",
          {"bad.yaml:6:35: aggregation.clusters[0].members[1]: expected a unicast MAC like 02:00:00:00:00:01, a "
           "unicast IPv4 address like 10.0.0.1 or a binding of both like 02:00:00:00:00:01@10.0.0.1, got 'host2'"}},
-        {"scheduling not fifo or drr", kTwoPorts + "aggregation: {scheduling: wfq}\n",
-         {"aggregation.scheduling:", "wfq"}},
+        {"scheduling not auto, fifo or drr", kTwoPorts + "aggregation: {scheduling: wfq}\n",
+         {"aggregation.scheduling:", "wfq", "auto"}},
         {"port scheduling not fifo or drr", "ports:\n  - {name: a, device: net_null0, queue: {scheduling: sp}}\n  - {name: b, device: net_null1}\n",
          {"ports[0].queue.scheduling:", "sp"}},
         {"fair_lag out of range", kTwoPorts + "aggregation: {scheduling: drr, fair_lag: 70000}\n",
@@ -460,6 +460,46 @@ TEST_CASE("fair scheduling keys: aggregation.scheduling, clusters[].weight, a po
     const SwitchConfig keep = parse_switch_config(kTwoPorts + "aggregation: {drop_copies: false}\n", "keep.yaml");
     CHECK(!keep.drop_copies);
     CHECK(parse_switch_config(to_yaml(keep), "round-trip") == keep);
+}
+
+TEST_CASE("aggregation.scheduling: auto (the default) is drr exactly when aggregation is on and two or more clusters aggregate") {
+    const std::string one = "aggregation:\n  clusters:\n    - {id: 1, members: [10.0.0.1]}\n";
+    const std::string two = one + "    - {id: 2, members: [10.0.0.2]}\n";
+    const std::string two_one_plain = one + "    - {id: 2, aggregation: false, members: [10.0.0.2]}\n";
+    // Absent and written out: the same.
+    for (const std::string& key : {std::string(), std::string("  scheduling: auto\n")}) {
+        INFO("key: '" << key << "'");
+        const SwitchConfig c1 = parse_switch_config(kTwoPorts + one + key, "one.yaml");
+        CHECK(c1.scheduling_auto);
+        CHECK(c1.scheduling == Scheduling::Fifo);
+        const SwitchConfig c2 = parse_switch_config(kTwoPorts + two + key, "two.yaml");
+        CHECK(c2.scheduling_auto);
+        CHECK(c2.scheduling == Scheduling::Drr);
+        CHECK(parse_switch_config(kTwoPorts + two_one_plain + key, "plain.yaml").scheduling == Scheduling::Fifo);
+        CHECK(parse_switch_config(kTwoPorts + two + "  enabled: false\n" + key, "off.yaml").scheduling == Scheduling::Fifo);
+        CHECK(parse_switch_config(to_yaml(c2), "round-trip") == c2);
+    }
+    // No aggregation section at all: nothing to share, fifo.
+    CHECK(parse_switch_config(kTwoPorts, "none.yaml").scheduling == Scheduling::Fifo);
+    // An explicit choice stays, whatever the clusters.
+    const SwitchConfig fifo = parse_switch_config(kTwoPorts + two + "  scheduling: fifo\n", "fifo.yaml");
+    CHECK(!fifo.scheduling_auto);
+    CHECK(fifo.scheduling == Scheduling::Fifo);
+    CHECK(parse_switch_config(to_yaml(fifo), "round-trip") == fifo);
+    CHECK(parse_switch_config(kTwoPorts + one + "  scheduling: drr\n", "drr.yaml").scheduling == Scheduling::Drr);
+    // The command line's --aggregation off changes what auto means (shesha-switch re-resolves).
+    SwitchConfig c2 = parse_switch_config(kTwoPorts + two, "two.yaml");
+    c2.aggregation = false;
+    resolve_scheduling(c2);
+    CHECK(c2.scheduling == Scheduling::Fifo);
+    c2.scheduling_auto = false;
+    c2.scheduling = Scheduling::Drr;
+    resolve_scheduling(c2);
+    CHECK(c2.scheduling == Scheduling::Drr);  // not auto: left alone
+    // fair_lag and chunk_follow need drr: auto with two clusters gives it.
+    CHECK(parse_switch_config(kTwoPorts + two + "  fair_lag: 8\n", "lag.yaml").fair_lag == 8);
+    CHECK_THROWS_WITH(parse_switch_config(kTwoPorts + one + "  fair_lag: 8\n", "lag1.yaml"),
+                      Catch::Contains("fair_lag needs fair queues"));
 }
 
 TEST_CASE("load_switch_config: missing file and file errors name the path") {

@@ -364,12 +364,35 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
             cfg.malformed = r.choice(*y, {"forward", "drop"}) == 0 ? MalformedAction::Forward : MalformedAction::Drop;
     }
 
+    cfg.scheduling_auto = true;  // aggregation.scheduling absent: auto
     if (auto x = top.get("aggregation")) {
         const MapView agg =
             r.map(*x, {"enabled", "non_member", "scheduling", "fair_lag", "chunk_follow", "drop_copies", "clusters"});
         if (auto y = agg.get("enabled")) cfg.aggregation = r.boolean(*y);
-        if (auto y = agg.get("scheduling"))
-            cfg.scheduling = r.choice(*y, {"fifo", "drr"}) == 0 ? Scheduling::Fifo : Scheduling::Drr;
+        // Clusters first: scheduling: auto depends on them.
+        if (auto y = agg.get("clusters")) {
+            for (const Value& c : r.list(*y, "clusters ({id, members, ...})")) {
+                ClusterConfig cluster = read_cluster(r, c);
+                for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
+                    if (cfg.clusters[j].id == cluster.id)
+                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"}).require("id"),
+                               fmt::format("duplicate cluster id {} (first used by {}[{}])", cluster.id, y->path, j));
+                if (cluster.model_replication)
+                    for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
+                        if (cfg.clusters[j].model_replication && cfg.clusters[j].model_replication->group == cluster.model_replication->group)
+                            r.fail(r.map(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"})
+                                             .require("model_replication"), {"group", "learner", "max_members"}).require("group"),
+                                   fmt::format("group {} is already {}[{}]'s (one group per cluster)",
+                                               format_ipv4(cluster.model_replication->group), y->path, j));
+                cfg.clusters.push_back(std::move(cluster));
+            }
+        }
+        if (auto y = agg.get("scheduling")) {
+            const std::size_t choice = r.choice(*y, {"auto", "fifo", "drr"});
+            cfg.scheduling_auto = choice == 0;
+            if (choice != 0) cfg.scheduling = choice == 1 ? Scheduling::Fifo : Scheduling::Drr;
+        }
+        resolve_scheduling(cfg);
         if (auto y = agg.get("fair_lag")) {
             cfg.fair_lag = static_cast<std::uint32_t>(r.uint(*y, 0, 65535));
             // It only changes how fair (drr) queues take turns: set with none, it would do nothing.
@@ -393,24 +416,9 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
         if (auto y = agg.get("drop_copies")) cfg.drop_copies = r.boolean(*y);
         if (auto y = agg.get("non_member"))
             cfg.non_member = r.choice(*y, {"forward", "drop"}) == 0 ? NonMemberAction::ForwardUnmerged : NonMemberAction::Drop;
-        if (auto y = agg.get("clusters")) {
-            for (const Value& c : r.list(*y, "clusters ({id, members, ...})")) {
-                ClusterConfig cluster = read_cluster(r, c);
-                for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
-                    if (cfg.clusters[j].id == cluster.id)
-                        r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"}).require("id"),
-                               fmt::format("duplicate cluster id {} (first used by {}[{}])", cluster.id, y->path, j));
-                if (cluster.model_replication)
-                    for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
-                        if (cfg.clusters[j].model_replication && cfg.clusters[j].model_replication->group == cluster.model_replication->group)
-                            r.fail(r.map(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"})
-                                             .require("model_replication"), {"group", "learner", "max_members"}).require("group"),
-                                   fmt::format("group {} is already {}[{}]'s (one group per cluster)",
-                                               format_ipv4(cluster.model_replication->group), y->path, j));
-                cfg.clusters.push_back(std::move(cluster));
-            }
-        }
     }
+
+    resolve_scheduling(cfg);
 
     if (auto x = top.get("feedback")) {
         const MapView fb = r.map(*x, {"enabled", "interval_us"});
@@ -439,6 +447,13 @@ int hex_digit(char c) {
 
 // ---------------------------------------------------------------------------------------------
 // Public entry points.
+
+void resolve_scheduling(SwitchConfig& cfg) noexcept {
+    if (!cfg.scheduling_auto) return;
+    const auto aggregating =
+        std::count_if(cfg.clusters.begin(), cfg.clusters.end(), [](const ClusterConfig& c) { return c.aggregation; });
+    cfg.scheduling = cfg.aggregation && aggregating >= 2 ? Scheduling::Drr : Scheduling::Fifo;
+}
 
 SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string& source) {
     std::vector<YAML::Node> docs;
@@ -611,7 +626,8 @@ std::string to_yaml(const SwitchConfig& cfg) {
     out << YAML::Key << "enabled" << YAML::Value << cfg.aggregation;
     out << YAML::Key << "non_member" << YAML::Value
         << (cfg.non_member == NonMemberAction::ForwardUnmerged ? "forward" : "drop");
-    out << YAML::Key << "scheduling" << YAML::Value << (cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
+    out << YAML::Key << "scheduling" << YAML::Value
+        << (cfg.scheduling_auto ? "auto" : cfg.scheduling == Scheduling::Fifo ? "fifo" : "drr");
     out << YAML::Key << "fair_lag" << YAML::Value << cfg.fair_lag;
     out << YAML::Key << "chunk_follow" << YAML::Value << cfg.chunk_follow;
     out << YAML::Key << "drop_copies" << YAML::Value << cfg.drop_copies;

@@ -115,7 +115,11 @@ struct SwitchConfig {
     NonMemberAction non_member = NonMemberAction::ForwardUnmerged;
     // fifo: one aggregating queue per port. drr: one per configured cluster plus one for the rest,
     // deficit round robin in packets, weighted by clusters[].weight: fair shares of the port's turns.
+    // `auto` (YAML's default when the key is absent): drr when aggregation is on and two or more
+    // clusters aggregate, since that is when shares matter (docs/queue.md), fifo otherwise (one
+    // class, so the TX batch may merge: batch_merge.h). resolve_scheduling() applies it.
     Scheduling scheduling = Scheduling::Fifo;
+    bool scheduling_auto = false;  // scheduling follows resolve_scheduling()
     // aggregation.fair_lag: 0 = deficit round robin (the default); L > 0 = bounded-lag round robin
     // under drr: one packet per class per turn, no class more than L contributions (per unit of
     // weight) ahead of the least-served backlogged one (docs/queue.md). 0..65535.
@@ -141,6 +145,11 @@ struct SwitchConfig {
 };
 
 // Parses YAML text; source names the file in error messages.
+// With scheduling_auto, sets scheduling to what `auto` means for this configuration (again after
+// a command line changed aggregation): drr when aggregation is on and two or more clusters
+// aggregate, fifo otherwise. Without it, leaves the configuration alone.
+void resolve_scheduling(SwitchConfig& cfg) noexcept;
+
 SwitchConfig parse_switch_config(const std::string& yaml_text, const std::string& source = "<config>");
 // Reads and parses a file; a missing or unreadable file is a ConfigError naming the path.
 SwitchConfig load_switch_config(const std::string& path);

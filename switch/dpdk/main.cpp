@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
     app.add_option("--feedback", opt.feedback, "FEEDBACK to senders of marked gradients (overrides feedback.enabled)")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--scheduling", opt.scheduling,
-                   "fifo, or drr: per-cluster fair shares of updates on every port (overrides aggregation.scheduling)")
-        ->check(CLI::IsMember({"fifo", "drr"}));
+                   "auto, fifo, or drr: per-cluster fair shares of updates on every port; auto: drr when aggregation "
+                   "is on and two or more clusters aggregate (overrides aggregation.scheduling)")
+        ->check(CLI::IsMember({"auto", "fifo", "drr"}));
     shesha::logging::add_log_level_option(app, opt.log_level);
     try {
         app.parse(cli_argc, argv);
@@ -119,7 +120,11 @@ int main(int argc, char** argv) {
     const std::string switch_name = std::filesystem::path(opt.config_path).stem().string();
     if (opt.aggregation) cfg.aggregation = *opt.aggregation == "on";
     if (opt.feedback) cfg.feedback = *opt.feedback == "on";
-    if (opt.scheduling) cfg.scheduling = *opt.scheduling == "drr" ? core::Scheduling::Drr : core::Scheduling::Fifo;
+    if (opt.scheduling) {
+        cfg.scheduling_auto = *opt.scheduling == "auto";
+        if (!cfg.scheduling_auto) cfg.scheduling = *opt.scheduling == "drr" ? core::Scheduling::Drr : core::Scheduling::Fifo;
+    }
+    core::resolve_scheduling(cfg);  // auto follows --aggregation too
 
     const std::vector<std::string> eal_args = sw::build_eal_args(cfg, opt.eal_extra);
     spdlog::info("EAL arguments: {}", fmt::join(eal_args, " "));

@@ -35,8 +35,8 @@ expect_error weight 's/    chunk_elems: 256/    chunk_elems: 256\n    weight: 0/
 /usr/bin/sed 's/^seeds:/learners: shared\nseeds:/' configs/lab-staleness.yaml > "$out/shared.yaml"
 $py tools/lab/shesha-lab check "$out/shared.yaml" > "$out/shared.log" 2>&1 || { cat "$out/shared.log" >&2; fail "learners: shared does not check"; }
 grep -q '^# .* hosts: learners=' "$out/shared.log" || { cat "$out/shared.log" >&2; fail "learners: shared: no shared learner host in the plan"; }
-expect_error scheduling 's/congestion_control: on}/congestion_control: on, scheduling: wfq}/' \
-    "arms[1].scheduling: fifo or drr (per-cluster fair shares on the switch ports), got 'wfq'"
+expect_error scheduling 's/congestion_control: on, scheduling: fifo}/congestion_control: on, scheduling: wfq}/' \
+    "arms[1].scheduling: auto (the switch's default: drr where two or more clusters aggregate), fifo or drr (per-cluster fair shares on the switch ports), got 'wfq'"
 # Chunks larger than a 1500-byte frame put the rack at MTU 9000; the plan says so.
 /usr/bin/sed 's/    chunk_elems: 256/    chunk_elems: 2048/' configs/lab-staleness.yaml > "$out/jumbo.yaml"
 $py tools/lab/shesha-lab check "$out/jumbo.yaml" > "$out/jumbo.log" 2>&1 || { cat "$out/jumbo.log" >&2; fail "jumbo scenario does not check"; }

@@ -7,7 +7,7 @@ import pytest
 
 from shesha_lab import LabError
 from shesha_lab.cluster_files import effective_chunk_elems, rack_mtu
-from shesha_lab.scenario import DEFAULT_ARMS, load_scenario
+from shesha_lab.scenario import DEFAULT_ARMS, arm_uses_drr, load_scenario
 
 MINIMAL = """\
 name: t
@@ -87,7 +87,7 @@ def test_defaults_filled_in(scenario_file):
     assert scenario["cross_traffic"] == {"enabled": True, "rate": "5M", "switch": "tor", "to_cluster": 2,
                                          "datagram_bytes": 1000}
     assert scenario["arms"] == [{"name": "a", "aggregation": True, "feedback": False, "congestion_control": False,
-                                 "label": "a", "scheduling": "fifo", "model_delivery": "unicast"}]
+                                 "label": "a", "scheduling": "auto", "model_delivery": "unicast"}]
     assert scenario["clusters"][0]["chunk_elems"] == 256
     assert scenario["clusters"][0]["weight"] == 1
     assert scenario["rack"] == {"prefix": "shesha-lab-", "if_prefix": "shl-", "subnet": "10.77.1",
@@ -164,7 +164,8 @@ def test_missing_required_cluster_key(scenario_file):
     ("switches:\n  - {name: a}\n  - {name: a}\n", "switches: names must be unique"),
     ("switches:\n  - {name: waytoolongname}\n", "switches[0].name: letters, digits and '-', at most 8 characters"),
     ("arms:\n  - {name: a, aggregation: on, feedback: off, congestion_control: off, scheduling: wfq}\n",
-     "arms[0].scheduling: fifo or drr (per-cluster fair shares on the switch ports), got 'wfq'"),
+     "arms[0].scheduling: auto (the switch's default: drr where two or more clusters aggregate), fifo or drr "
+     "(per-cluster fair shares on the switch ports), got 'wfq'"),
     ("arms:\n  - {name: 'a b', aggregation: on, feedback: off, congestion_control: off}\n",
      "arms[0].name: letters, digits, '-' and '_' only"),
     ("arms:\n  - {name: a, aggregation: 1, feedback: off, congestion_control: off}\n",
@@ -254,3 +255,14 @@ def test_model_delivery_is_checked(scenario_file):
     assert error_of(scenario_file(arms % "multicast")) == (
         "arms[0].model_delivery: unicast (the learner sends each worker its copy) or replicated (one copy to the "
         "cluster's group, which the switches replicate), got 'multicast'")
+
+
+def test_arm_uses_drr_follows_the_switch_auto_rule():
+    two = {"clusters": [{"id": 1}, {"id": 2}]}
+    one = {"clusters": [{"id": 1}]}
+    arm = {"aggregation": True, "scheduling": "auto"}
+    assert arm_uses_drr(arm, two)
+    assert not arm_uses_drr(arm, one)
+    assert not arm_uses_drr({"aggregation": False, "scheduling": "auto"}, two)
+    assert arm_uses_drr({"aggregation": False, "scheduling": "drr"}, one)
+    assert not arm_uses_drr({"aggregation": True, "scheduling": "fifo"}, two)

@@ -330,7 +330,9 @@ Deployment deployment_from_lab(const std::string& scenario_path, const std::stri
     f.mark_depth = get<int>(b, "mark_depth_packets", sw_at + "bottleneck.");
     f.aggregation = get<bool>(arm, "aggregation", arm_at);
     f.feedback = get<bool>(arm, "feedback", arm_at);
-    f.drr = get<std::string>(arm, "scheduling", arm_at) == "drr";
+    // auto (shesha-switch's default): fair queues where two or more clusters aggregate.
+    const std::string scheduling = get<std::string>(arm, "scheduling", arm_at);
+    f.drr = scheduling == "drr" || (scheduling == "auto" && f.aggregation && clusters.size() >= 2);
     f.version_tolerance = get<int>(sw, "version_tolerance", sw_at);
     dep.port = fmt::format("the shared learner port (learners) of switch {}, arm {}", switch_name,
                            get<std::string>(arm, "name", arm_at));

@@ -51,7 +51,7 @@ CLUSTER_TEMPLATE = {
     "merged_steps": "", "switch": "", "worker_switch": "", "weight": 1,
 }
 ARM_TEMPLATE = {"name": REQUIRED, "aggregation": REQUIRED, "feedback": REQUIRED, "congestion_control": REQUIRED,
-                "label": "", "scheduling": "fifo", "model_delivery": "unicast"}
+                "label": "", "scheduling": "auto", "model_delivery": "unicast"}
 AT_SCALE_RUN_TEMPLATE = {"workers": REQUIRED, "seeds": [1, 2, 3], "duration_ms": 2000.0}
 ITEM_TEMPLATES = {"switches": SWITCH_TEMPLATE, "links": LINK_TEMPLATE, "clusters": CLUSTER_TEMPLATE,
                   "arms": ARM_TEMPLATE, "at_scale.main": AT_SCALE_RUN_TEMPLATE, "at_scale.quick": AT_SCALE_RUN_TEMPLATE,
@@ -288,8 +288,9 @@ def _validate_arms(scenario):
         if not arm["name"].replace("-", "").replace("_", "").isalnum():
             raise LabError(f"arms[{i}].name: letters, digits, '-' and '_' only")
         arm["label"] = arm["label"] or arm["name"]
-        if arm["scheduling"] not in ("fifo", "drr"):
-            raise LabError(f"arms[{i}].scheduling: fifo or drr (per-cluster fair shares on the switch ports), "
+        if arm["scheduling"] not in ("auto", "fifo", "drr"):
+            raise LabError(f"arms[{i}].scheduling: auto (the switch's default: drr where two or more clusters "
+                           f"aggregate), fifo or drr (per-cluster fair shares on the switch ports), "
                            f"got {arm['scheduling']!r}")
         if arm["model_delivery"] not in ("unicast", "replicated"):
             raise LabError(f"arms[{i}].model_delivery: unicast (the learner sends each worker its copy) or replicated "
@@ -304,3 +305,11 @@ def _validate_cross_traffic(scenario, ids, names):
         if cross["switch"] and cross["switch"] not in names:
             raise LabError(f"cross_traffic.switch: no switch named {cross['switch']!r}")
         cross["switch"] = cross["switch"] or names[0]
+
+
+def arm_uses_drr(arm, scenario):
+    """Whether the arm's switches run per-cluster fair queues on the learners' port: drr, or auto
+    (shesha-switch's default, aggregation.scheduling) with aggregation on and two or more clusters."""
+    if arm["scheduling"] == "auto":
+        return bool(arm["aggregation"]) and len(scenario["clusters"]) >= 2
+    return arm["scheduling"] == "drr"

@@ -20,6 +20,7 @@ from .analysis import median_or_none
 from .cluster_files import cluster_config_path
 from .processes import binaries
 from .raw_files import load_json, read_csv_rows, to_float
+from .scenario import arm_uses_drr
 
 SIM_CHECK_DIR = "sim-check"
 # The simulator's own measurement of this machine (shesha-sim --measure-compute, docs/simulation.md):
@@ -141,7 +142,7 @@ def not_modelled(scenario, arm):
     notes = []
     if bottleneck["mark_sojourn_us"]:
         notes.append(f"switches[0].bottleneck.mark_sojourn_us ({bottleneck['mark_sojourn_us']}): the simulator marks on depth only")
-    if arm["scheduling"] == "drr" and len({c["weight"] for c in scenario["clusters"]}) > 1:
+    if arm_uses_drr(arm, scenario) and len({c["weight"] for c in scenario["clusters"]}) > 1:
         notes.append("clusters[].weight: the simulator's fair queues give every cluster weight 1")
     if scenario["cross_traffic"]["enabled"]:
         notes.append("cross_traffic: not simulated")
@@ -232,7 +233,7 @@ def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False
         f"queue.mark_depth_packets={bottleneck['mark_depth_packets']}",
         f"queue.version_tolerance={switch['version_tolerance']}",
         f"queue.aggregation={on(arm['aggregation'])}",
-        f"queue.fair={on(arm['scheduling'] == 'drr')}",
+        f"queue.fair={on(arm_uses_drr(arm, scenario))}",
         # Windows always on: an arm without congestion control runs the YAML with its window pinned
         # at w_max (sim_cluster_yaml), as shesha-worker --congestion-control off does.
         "transport.window_control=true",
