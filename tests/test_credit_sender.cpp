@@ -898,9 +898,12 @@ TEST_CASE("acked_seq retires the chunks sent before the acknowledged update: los
     CHECK(s.counters().chunks_acked_past == 4);
     CHECK(s.counters().credits_received == 4);
     CHECK(s.counters().credits_excess == 0);
-    // Every chunk sent is accounted for: credited units + retired by acknowledgement + in flight.
+    // Every chunk sent is accounted for, as the rack tests check it: credited units + presumed lost
+    // (here all by acknowledgement, no timeout) + in flight.
+    CHECK(s.counters().chunks_presumed_lost == 4);
+    CHECK(s.counters().credit_timeouts == 0);
     CHECK(s.counters().chunks_sent == 8);
-    CHECK(s.counters().credits_received - s.counters().credits_excess + s.counters().chunks_acked_past + s.in_flight() == 8);
+    CHECK(s.counters().credits_received - s.counters().credits_excess + s.counters().chunks_presumed_lost + s.in_flight() == 8);
 }
 
 TEST_CASE("acked_seq: a waiting chunk keeps its first seq, so an acknowledgement retires exactly the earlier sends") {
@@ -928,6 +931,7 @@ TEST_CASE("acked_seq: a waiting chunk keeps its first seq, so an acknowledgement
     b.acked_seq = 2;
     s.on_credit(b, 0, 40);
     CHECK(s.counters().chunks_acked_past == 2);  // chunks 2 and 3 (both seq 1) left before it
+    CHECK(s.counters().chunks_presumed_lost == 2);
     CHECK(s.in_flight() == 0);
     CHECK(send_burst(s, 40) == 2);               // chunks 1, 2 of update 2, and nothing else waits
     CHECK(s.pending_chunks() == 0);

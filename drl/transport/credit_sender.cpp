@@ -168,6 +168,7 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
     in_flight_ -= past;
     retired_total_ += past;
     c_.chunks_acked_past += past;
+    c_.chunks_presumed_lost += past;
     const std::uint32_t applied = std::min(credit.credits, in_flight_);
     c_.credits_excess += credit.credits - applied;
     if (applied > 0 && in_flight_ == 1 && now_ns >= last_send_ns_) {

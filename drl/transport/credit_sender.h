@@ -102,9 +102,12 @@ struct SenderCounters {
     std::uint64_t round_reductions = 0;    // end-of-round cuts caused by echoed marks
     std::uint64_t round_increases = 0;     // end-of-round additive increases
     std::uint64_t credit_timeouts = 0;
-    std::uint64_t chunks_presumed_lost = 0;  // in flight when a credit timeout fired
-    // Left flight by a CREDIT's acked_seq, never credited: sent before a chunk of a later update that
-    // the learner has seen (their CREDIT was lost, or its unit spread to another worker after a merge).
+    // Left flight without a credit unit: in flight when a credit timeout fired, or retired by a
+    // CREDIT's acked_seq (chunks_acked_past), so that chunks_sent = credits_received - credits_excess
+    // + chunks_presumed_lost + in_flight() still holds.
+    std::uint64_t chunks_presumed_lost = 0;
+    // Of chunks_presumed_lost: retired by acked_seq, sent before a chunk of a later update that the
+    // learner has seen (their CREDIT was lost, or its unit spread to another worker after a merge).
     std::uint64_t chunks_acked_past = 0;
 };
 
