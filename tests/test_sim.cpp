@@ -210,12 +210,16 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("transport: {merge_aware: true, merge_floor: 100}\n"), Catch::Contains("transport.merge_floor must be"));
     CHECK_THAT(error_of("transport: {merge_floor: -1}\n"), Catch::Contains("'transport.merge_floor'"));
     CHECK(load_scenario("transport: {merge_aware: true, merge_floor: 32}\n", "f.yaml").merge_floor == 32);
-    CHECK_THAT(error_of("queue: {fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {fair: false, fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
+    // queue.fair: auto (the default) is on with aggregation and two or more clusters, as the switch's scheduling: auto.
+    CHECK_THAT(error_of("workload: {clusters: 1}\nqueue: {fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {aggregation: false, fair: auto, fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {fair: maybe}\n"), Catch::Contains("expected auto, true or false"));
     CHECK_THAT(error_of("queue: {fair: true, fair_lag: 70000}\n"), Catch::Contains("'queue.fair_lag'"));
     CHECK_THAT(error_of("queue: {fair: true, fair_lag: -1}\n"), Catch::Contains("'queue.fair_lag'"));
     CHECK(load_scenario("queue: {fair: true, fair_lag: 32}\n", "f.yaml").fair_lag == 32);
     CHECK(load_scenario("", "f.yaml").fair_lag == 0);
-    CHECK_THAT(error_of("queue: {chunk_follow: true}\n"), Catch::Contains("queue.chunk_follow needs queue.fair: true"));
+    CHECK_THAT(error_of("queue: {fair: false, chunk_follow: true}\n"), Catch::Contains("queue.chunk_follow needs queue.fair: true"));
     CHECK_THAT(error_of("queue: {fair: true, chunk_follow: 3}\n"), Catch::Contains("'queue.chunk_follow'"));
     CHECK(load_scenario("queue: {fair: true, chunk_follow: true}\n", "f.yaml").chunk_follow);
     CHECK(!load_scenario("", "f.yaml").chunk_follow);

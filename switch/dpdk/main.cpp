@@ -186,8 +186,9 @@ int main(int argc, char** argv) {
         };
         if (prometheus) write_prometheus(prev);
 
-        spdlog::info("shesha-switch running: {} port(s), {} lcore(s), aggregation {}, feedback {}{}", port_ids.size(),
-                     cfg.lcores, cfg.aggregation ? "on" : "off", cfg.feedback ? "on" : "off",
+        spdlog::info("shesha-switch running: {} port(s), {} lcore(s), aggregation {}, feedback {}, scheduling {}{}{}",
+                     port_ids.size(), cfg.lcores, cfg.aggregation ? "on" : "off", cfg.feedback ? "on" : "off",
+                     cfg.scheduling == core::Scheduling::Drr ? "drr" : "fifo", cfg.scheduling_auto ? " (auto)" : "",
                      opt.duration_s ? fmt::format(", for {} s", *opt.duration_s) : std::string());
         auto control = [&](std::uint64_t now) {
             if (g_signal != 0) {

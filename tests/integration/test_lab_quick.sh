@@ -67,8 +67,13 @@ def finite(x):
     return isinstance(x, (int, float)) and math.isfinite(x)
 arms = [a["name"] for a in sc["arms"]]
 check("scenario has the FIFO and full Shesha arms", arms == ["fifo", "shesha"])
-check("full Shesha schedules per cluster (drr), FIFO does not",
-      [a["scheduling"] for a in sc["arms"]] == ["fifo", "drr"])
+check("full Shesha runs the switch's default scheduling (auto), FIFO fifo",
+      [a["scheduling"] for a in sc["arms"]] == ["fifo", "auto"])
+def switch_log(arm):
+    with open(os.path.join(R, "raw", arm, f"seed-{sc['seeds'][0]}", "switch-tor.log")) as f:
+        return f.read()
+check("with two clusters, auto made the Shesha arm's switch schedule per cluster (drr); the FIFO arm's is fifo",
+      "scheduling drr (auto)" in switch_log("shesha") and "scheduling fifo" in switch_log("fifo"))
 check("the learners share one host and port", sc["learners"] == "shared")
 for section in ("## Goals: full Shesha against FIFO", "## Seed by seed", "## Time to target over seeds", "## At scale: training in shesha-sim"):
     check(f"report has '{section}'", section in report)

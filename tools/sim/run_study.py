@@ -29,10 +29,10 @@ sys.path.insert(0, HERE)
 import plot_sim  # noqa: E402
 
 ARMS = {
-    "fifo": ["queue.aggregation=false", "transport.window_control=false", "transport.switch_feedback=false"],
-    "merge": ["queue.aggregation=true", "transport.window_control=false", "transport.switch_feedback=false"],
-    "fifo+window+fb": ["queue.aggregation=false", "transport.window_control=true", "transport.switch_feedback=true"],
-    "merge+window+fb": ["queue.aggregation=true", "transport.window_control=true", "transport.switch_feedback=true"],
+    "fifo": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false"],
+    "merge": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false"],
+    "fifo+window+fb": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=true", "transport.switch_feedback=true"],
+    "merge+window+fb": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=true", "transport.switch_feedback=true"],
     # Per-cluster fair queues on every switch port (DRR in packets, docs/queue.md).
     "merge+drr": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=false",
                   "transport.switch_feedback=false"],
@@ -66,6 +66,10 @@ ARMS = {
                        "transport.switch_feedback=true", "transport.w_min=0.0625", "transport.merge_aware=true",
                        "transport.merge_floor=32"],
 }
+# The shipped defaults: every setting as shesha-sim has it when absent (merging, queue.fair: auto =
+# fair queues wherever two or more clusters aggregate, windows, FEEDBACK), as the switch and the
+# workers have theirs. Issue 23 compares it with merging alone.
+ARMS["shipped"] = []
 # shesha-lag plus chunk following in the fair queues (docs/queue.md, "Chunk following"): after a
 # merged head, the waiting packets of its chunk (newer versions) leave next within the cluster's
 # queue. merge+lag+follow: the same queues without window control (ablation).

@@ -173,7 +173,14 @@ const std::map<std::string, Setter>& schema() {
         {"queue.capacity_bytes", uint_field(&Scenario::capacity_bytes, 9100, 1ull << 34)},
         {"queue.mark_depth_packets", uint_field(&Scenario::mark_depth_packets, 0, 1u << 20)},
         {"queue.version_tolerance", uint_field(&Scenario::version_tolerance, 0, 16)},
-        {"queue.fair", bool_field(&Scenario::fair_scheduling)},
+        {"queue.fair",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             s.fair_auto = v.text == "auto";
+             if (s.fair_auto) return;
+             const std::optional<bool> x = yaml::parse_bool(v.text);
+             if (!x) fail(k, v, "expected auto, true or false");
+             s.fair_scheduling = *x;
+         }},
         {"queue.fair_lag", uint_field(&Scenario::fair_lag, 0, 65535)},
         {"queue.chunk_follow", bool_field(&Scenario::chunk_follow)},
         {"queue.host_capacity_packets", uint_field(&Scenario::host_capacity_packets, 1, 1u << 20)},
@@ -281,6 +288,8 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))
         bad("transport.merge_floor must be 0 (off) or lie in [w_min, w_max]");
+    // queue.fair: auto is the switch's aggregation.scheduling: auto (switch_config.h).
+    if (s.fair_auto) s.fair_scheduling = s.aggregation && s.clusters >= 2;
     if (s.fair_lag != 0 && !s.fair_scheduling) bad("queue.fair_lag needs queue.fair: true");
     if (s.chunk_follow && !s.fair_scheduling) bad("queue.chunk_follow needs queue.fair: true");
     if (s.merge_floor != 0 && !s.merge_aware) bad("transport.merge_floor needs transport.merge_aware: true");

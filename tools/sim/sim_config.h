@@ -89,7 +89,9 @@ struct Scenario {
     std::uint64_t capacity_bytes = 4u << 20;
     std::uint32_t mark_depth_packets = 32;  // 0 disables marking
     std::uint32_t version_tolerance = 0;
-    bool fair_scheduling = false;    // switch ports: DRR over clusters weighted by contributions (scheduling: drr)
+    bool fair_scheduling = false;    // switch ports: DRR over clusters in packets (scheduling: drr)
+    bool fair_auto = true;           // queue.fair: auto (the default), as the switch's scheduling: auto:
+                                     // fair_scheduling = aggregation and two or more clusters
     std::uint32_t fair_lag = 0;      // with fair_scheduling: bounded-lag round robin within this many contributions (0: DRR)
     bool chunk_follow = false;       // with fair_scheduling: a merged head's chunk mates leave next (aggregation.chunk_follow)
     std::uint32_t host_capacity_packets = 256;  // worker NIC queue (plain FIFO)
