@@ -849,7 +849,9 @@ TEST_CASE("merge_floor is validated") {
 }
 
 TEST_CASE("acked_seq retires the chunks sent before the acknowledged update: lost credits do not stay in flight") {
+    CHECK(!SenderConfig{}.cumulative_ack);  // off unless asked for (docs/transport.md)
     SenderConfig c = small_config();
+    c.cumulative_ack = true;
     c.model_elems = 4;
     c.chunk_elems = 1;  // 4 chunks per update
     c.w_init = 8;
@@ -908,6 +910,7 @@ TEST_CASE("acked_seq retires the chunks sent before the acknowledged update: los
 
 TEST_CASE("acked_seq: a waiting chunk keeps its first seq, so an acknowledgement retires exactly the earlier sends") {
     SenderConfig c = small_config();
+    c.cumulative_ack = true;
     c.model_elems = 4;
     c.chunk_elems = 1;
     c.w_init = 3;

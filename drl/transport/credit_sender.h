@@ -60,9 +60,11 @@ struct SenderConfig {
     // Once the queue stops merging, the floor is w_min again. 0 (the default): no such floor.
     double merge_floor = 0;
     // A CREDIT's acked_seq retires the chunks in flight sent before that update's (docs/transport.md,
-    // "Cumulative acknowledgement"). On by default; off only where a model counts credit units alone
-    // (the verifier's slotted agreement runs, tools/sim/slotted.cpp).
-    bool cumulative_ack = true;
+    // "Cumulative acknowledgement"). Off by default: on the lab's rack (seeds 4-13) it raised full
+    // Shesha's AoM from 3.3 to 8.8 ms, since a chunk merged into a packet another worker names is
+    // still queued when its own worker's later updates are acknowledged; the simulator's busy points
+    // gain from it (shesha-sim transport.cumulative_ack).
+    bool cumulative_ack = false;
 };
 
 // Empty if the config is usable, else the first problem found.

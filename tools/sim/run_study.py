@@ -70,6 +70,9 @@ ARMS = {
 # fair queues wherever two or more clusters aggregate, windows, FEEDBACK), as the switch and the
 # workers have theirs. Issue 23 compares it with merging alone.
 ARMS["shipped"] = []
+# The shipped defaults with the senders' cumulative acknowledgement (docs/transport.md; off by default
+# since it raised the rack's AoM).
+ARMS["shipped+cumack"] = ["transport.cumulative_ack=true"]
 # shesha-lag plus chunk following in the fair queues (docs/queue.md, "Chunk following"): after a
 # merged head, the waiting packets of its chunk (newer versions) leave next within the cluster's
 # queue. merge+lag+follow: the same queues without window control (ablation).
