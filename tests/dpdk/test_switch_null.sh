@@ -38,7 +38,7 @@ check "bad config says config error: $(head -1 "$work/err")" $(grep -q "config e
 timeout 10 "$bin" -c "$config" --aggregation maybe >"$work/out" 2>"$work/err"; rc=$?
 check "--aggregation maybe exits 2 (got $rc)" $([ "$rc" -eq 2 ]; echo $?)
 timeout 10 "$bin" -c "$config" --scheduling wfq >"$work/out" 2>"$work/err"; rc=$?
-check "--scheduling wfq exits 2 naming the flag (got $rc)" $([ "$rc" -eq 2 ] && grep -q -- "--scheduling: wfq not in {fifo,drr}" "$work/err"; echo $?)
+check "--scheduling wfq exits 2 naming the flag (got $rc)" $([ "$rc" -eq 2 ] && grep -q -- "--scheduling: wfq not in {auto,fifo,drr}" "$work/err"; echo $?)
 
 timeout 10 "$bin" --help >"$work/out" 2>"$work/err"; rc=$?
 check "--help exits 0 (got $rc)" $([ "$rc" -eq 0 ]; echo $?)
