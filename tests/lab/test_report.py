@@ -138,8 +138,11 @@ def report_dir(write_file, tmp_path):
     for arm, clusters in TARGETS.items():
         for seed in (1, 2):
             run = f"report/raw/{arm}/seed-{seed}"
-            write_file(f"{run}/meta.json", {"duration_s": 40, "wall_s": 41.0, "veth_drops": {"rx_dropped": 0,
-                                                                                             "tx_dropped": 1}})
+            meta = {"duration_s": 40, "wall_s": 41.0, "veth_drops": {"rx_dropped": 0, "tx_dropped": 1}}
+            if arm == "shesha":  # the scheduler's figures (host_cpu.py); the FIFO arm has none (an older report)
+                meta["host_cpu"] = {"workers-c2": {"cpu_s": 3.0, "wait_s": 1.0, "slices": 10, "processes": 1},
+                                    "learner-c2": {"cpu_s": 1.0, "wait_s": 0.5, "slices": 250, "processes": 1}}
+            write_file(f"{run}/meta.json", meta)
             for cid, (ttts, aom) in clusters.items():
                 ttt = ttts[seed - 1]
                 write_file(f"{run}/learner-c{cid}/learner.csv",
@@ -195,8 +198,10 @@ def test_replot_writes_the_whole_report(report_dir, capsys):
     assert ("| fifo | agg off, fb off, cc off | 21.0 | not reached (0/2) | 1.00x | 40.0 | 1.00 | 14 | 0 | 0.800 | "
             "0.900 |") in report  # delivered: 10 and 20 updates/s, (10 + 20)^2 / (2 (10^2 + 20^2))
     assert ("| shesha | agg on, fb on, cc on | 10.5 | 32.0 | 2.00x | 12.0 | 0.30 | 0 | 100 | 1.000 | 0.900 |") in report
-    assert "| shesha | 2 | 32.0 | 30.0..34.0 | 30.0, 34.0 | 14.0 | 0.50 |" in report
-    assert "| fifo | 2 | never | n/a..never | never, never | 50.0 | 0.50 |" in report
+    # Workers waiting 1 of 4 runnable seconds; the learner 0.5 s over 250 slices.
+    assert "| shesha | 2 | 32.0 | 30.0..34.0 | 30.0, 34.0 | 14.0 | 0.50 | 0.25 | 2.00 |" in report
+    assert "| shesha | 1 | 10.5 | 10.0..11.0 | 10.0, 11.0 | 10.0 | 0.50 | n/a | n/a |" in report
+    assert "| fifo | 2 | never | n/a..never | never, never | 50.0 | 0.50 | n/a | n/a |" in report
     assert report[-2] == f"- regenerate figures and this file: `tools/lab/shesha-lab replot {report_dir}`"
     for name in ("return_vs_time.png", "return_vs_steps.png", "aom_vs_time.png", "window_vs_time.png",
                  "queue_vs_time.png", "staleness_cdf.png", "share.png", "summary.json", "results.json"):

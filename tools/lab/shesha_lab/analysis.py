@@ -7,6 +7,7 @@ import os
 
 from .fault_analysis import (analyse_faults, fault_log, learner_clock_offsets, merged_learner_series,
                              read_counters)
+from .host_cpu import wait_per_slice_ms, wait_share
 from .raw_files import (load_json, queue_series, read_aom_series, read_learner_series, read_staleness,
                         sink_progress, worker_windows)
 from .topology import bottleneck_ports, topology
@@ -82,6 +83,7 @@ def analyse_run(run_dir, scenario, kind, hosts, links):
             cluster_result = drl_cluster_result(run_dir, cluster, duration_s)
         else:
             cluster_result = synthetic_cluster_result(run_dir, scenario, cluster)
+        add_host_cpu(cluster_result, meta.get("host_cpu"), cluster["id"])
         result["clusters"][str(cluster["id"])] = cluster_result
     add_shares_and_fairness(result, scenario, duration_s)
     add_bottleneck_totals(result, run_dir)
@@ -96,6 +98,17 @@ def analyse_run(run_dir, scenario, kind, hosts, links):
         result["telemetry_offset_s"] = {s["name"]: telemetry.get(f"queues-{s['name']}.csv")
                                         for s in scenario["switches"]}
     return result
+
+
+def add_host_cpu(cluster_result, host_cpu, cid):
+    """The cluster's processes' scheduler statistics (host_cpu.py): the workers' share of runnable
+    time spent waiting for a core, and the learner's mean wait before each timeslice."""
+    if not host_cpu:
+        return
+    workers, learner = host_cpu.get(f"workers-c{cid}"), host_cpu.get(f"learner-c{cid}")
+    cluster_result["host_cpu"] = {"workers": workers, "learner": learner}
+    cluster_result["workers_cpu_wait_share"] = wait_share(workers)
+    cluster_result["learner_wait_per_slice_ms"] = wait_per_slice_ms(learner)
 
 
 def switch_result(run_dir, scenario, switch, hosts, links):
@@ -322,6 +335,8 @@ def arm_summary(scenario, runs):
             "aom_median_ms": median_or_none([c.get("aom_mean_ms") for c in per_seed
                                              if c.get("aom_mean_ms") is not None]),
             "credit_bound": mean([c.get("credit_bound") for c in per_seed]),
+            "workers_cpu_wait_share": mean([c.get("workers_cpu_wait_share") for c in per_seed]),
+            "learner_wait_per_slice_ms": mean([c.get("learner_wait_per_slice_ms") for c in per_seed]),
             "reached": sum(t is not None for t in ttt), "runs": len(ttt),
             "aom_mean_ms": mean([c.get("aom_mean_ms") for c in per_seed]),
             "aom_peak_ms": max([c["aom_peak_ms"] for c in per_seed if c.get("aom_peak_ms") is not None], default=None),

@@ -9,6 +9,7 @@ import time
 
 from . import LabError
 from .faults import FaultRunner
+from .host_cpu import CpuSampler
 from .processes import (binaries, checkpoint_path, start_cluster, start_cross_traffic, start_drl_learner,
                         start_drl_worker, start_switch, start_synthetic_worker, warm_up_fdb)
 from .raw_files import latest_learner_row, sink_progress
@@ -30,6 +31,7 @@ class ArmRun:
         self.t_start = self.t_run = None
         self.drops_before = None
         self.faults = None           # the FaultRunner
+        self.cpu = CpuSampler()      # the host processes' scheduler statistics (host_cpu.py)
 
 
 class FaultHooks:
@@ -103,6 +105,15 @@ def start_switches(run):
         run.pollers.append(poller)
 
 
+def sample_cpu(run):
+    """Every running host process's scheduler statistics, by role (learner-cC, workers-cC)."""
+    for cid, learner in run.learners.items():
+        run.cpu.sample(f"learner-c{cid}", learner)
+    for cid, workers in run.cluster_workers.items():
+        for worker in workers:
+            run.cpu.sample(f"workers-c{cid}", worker)
+
+
 def start_clusters(run):
     for cluster in run.lab.scenario["clusters"]:
         learner, workers = start_cluster(run.lab, run.kind, cluster, run.arm, run.seed, run.run_dir, run.duration)
@@ -120,6 +131,7 @@ def wait_until_done(run):
     faults = run.faults
     while time.monotonic() < deadline:
         faults.tick()
+        sample_cpu(run)
         # A worker killed by a fault and due back later is not done.
         if all(w.poll() is not None for w in run.workers) and not faults.workers_due_back():
             break
@@ -146,6 +158,7 @@ def stop_arm(run):
     """Learners/sinks get a few seconds to finish (sinks stop when idle), then the workers, the
     telemetry and the switches (SIGINT: they write their stats JSON)."""
     lab = run.lab
+    sample_cpu(run)
     for learner in run.learners.values():
         try:
             learner.wait(15)
@@ -173,6 +186,7 @@ def write_meta(run):
             "wall_s": time.monotonic() - run.t_run, "setup_s": run.t_run - run.t_start,
             "host_cpus": lab.host_cpus, "worker_exit_codes": [w.returncode for w in run.workers],
             "learner_exit_codes": {str(k): v.returncode for k, v in run.learners.items()},
+            "host_cpu": run.cpu.totals(),
             "faults": bool(run.arm.get("_faults")) and bool(lab.scenario.get("faults", {}).get("events"))}
     with open(os.path.join(run.run_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

@@ -178,9 +178,12 @@ def seeds_section(scenario, arms, summaries):
              "Median over the seeds, with the fastest and slowest seed (\"never\": a seed that did not reach the "
              "target within the run counts as slower than any that did). Credit-bound: the share of the workers' "
              "window samples at which every chunk the window allows was in flight (the sender waited for credit "
-             "rather than computing).", ""]
+             "rather than computing). Waiting for a core: of the time the cluster's workers were runnable, the share "
+             "they waited for a core (the kernel's schedstat, summed over their threads), and the learner's mean wait "
+             "before each timeslice: where these are high and credit-bound is low, the host's CPU, not the network, "
+             "bounds the job.", ""]
     lines += table_header("| arm | cluster | median (s) | fastest..slowest (s) | per seed (s) | AoM median (ms) | "
-                          "credit-bound |")
+                          "credit-bound | workers waiting for a core | learner wait per slice (ms) |")
     for arm in arms:
         for cid in cids:
             of_cluster = summaries[arm["name"]]["clusters"][cid]
@@ -188,7 +191,9 @@ def seeds_section(scenario, arms, summaries):
             slowest = cell(of_cluster["ttt_max_s"]) if of_cluster["ttt_max_s"] is not None else "never"
             median = cell(of_cluster["ttt_median_s"]) if of_cluster["ttt_median_s"] is not None else "never"
             lines.append(f"| {arm['name']} | {cid} | {median} | {cell(of_cluster['ttt_min_s'])}..{slowest} | {seeds} | "
-                         f"{cell(of_cluster['aom_median_ms'])} | {cell(of_cluster['credit_bound'], 2)} |")
+                         f"{cell(of_cluster['aom_median_ms'])} | {cell(of_cluster['credit_bound'], 2)} | "
+                         f"{cell(of_cluster.get('workers_cpu_wait_share'), 2)} | "
+                         f"{cell(of_cluster.get('learner_wait_per_slice_ms'), 2)} |")
     return lines
 
 
