@@ -53,7 +53,7 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
 @pytest.mark.parametrize("extra, message", [
     ("at_scale: {sizes: [64]}\n",
      "at_scale.sizes: unknown key (allowed: enabled, main, quick, full, overload, host_gbps, model_delivery, "
-     "eval_interval_ms, compute_threads, step_us, update_us, large_from, large_configs)"),
+     "eval_interval_ms, compute_threads, step_us, update_us, large_from, large_configs, chunk_elems)"),
     ("at_scale:\n  main:\n    - {workers: 64, cap: 1}\n",
      "at_scale.main[0].cap: unknown key (allowed: workers, seeds, duration_ms)"),
     ("at_scale:\n  full:\n    - {seeds: [1]}\n", "at_scale.full[0].workers: required key missing"),
@@ -76,6 +76,8 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
     ("at_scale: {large_configs: [configs/cluster-cartpole-1k.yaml]}\n",
      "at_scale.large_configs: one per cluster (2; '' keeps the cluster's own) or none, got 1"),
     ("at_scale: {large_configs: [configs/nope.yaml, '']}\n", "at_scale.large_configs[0]: configs/nope.yaml does not exist"),
+    ("at_scale: {chunk_elems: 4096}\n", "at_scale.chunk_elems: 0 (keep clusters[].chunk_elems) or 1..2048, got 4096"),
+    ("at_scale: {chunk_elems: true}\n", "at_scale.chunk_elems: must be a number, got True"),
 ])
 def test_bad_keys_are_named(write_file, extra, message):
     assert error_of(write_file, extra) == message
@@ -129,6 +131,12 @@ def test_plan_uses_the_large_configs_from_large_from(tmp_path, source_root):
     assert by_size[64]["port_gbps"] == pytest.approx(by_size[1024]["port_gbps"] / 16)
     with open(by_size[1024]["configs"][0]) as f:
         assert "merged_steps: one" in f.read()
+    # The rack runs 2048-element chunks (MTU 9000); at_scale.chunk_elems keeps the simulated
+    # clusters at 256, and 0 gives them the rack's.
+    assert [c["chunk_elems"] for c in scenario["clusters"]] == [2048, 2048]
+    scenario["at_scale"]["chunk_elems"] = 0
+    rack_sized = {r["size"]: r for r in sim_scale.plan_runs(scenario, "full", str(tmp_path / "rack"))}
+    assert rack_sized[64]["chunks"] == [3, 3] and rack_sized[1024]["chunks"] == [3, 3]
     fifo, shesha = runs[0]["settings"], runs[1]["settings"]
     assert "workload.kind=training" in fifo and "training.stop_at_target=cluster" in fifo
     assert "training.targets=475,-100" in fifo and "training.compute_threads=2" in fifo

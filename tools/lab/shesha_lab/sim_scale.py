@@ -57,6 +57,9 @@ AT_SCALE_TEMPLATE = {
     # collapsed the policy (docs/simulation.md).
     "large_from": 1024,
     "large_configs": [],
+    # The chunk size in the simulated clusters (1..2048 elements); 0 keeps clusters[].chunk_elems.
+    # The rack's chunk size answers its host's cost per packet, which the simulator does not have.
+    "chunk_elems": 0,
 }
 MAX_WORKERS = 4096
 
@@ -116,6 +119,9 @@ def validate_at_scale(scenario):
     for key in ("step_us", "update_us"):
         if not at_scale[key] > 0:
             raise LabError(f"at_scale.{key}: above 0, got {at_scale[key]!r}")
+    chunk = at_scale["chunk_elems"]
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or not (0 <= chunk <= 2048):
+        raise LabError(f"at_scale.chunk_elems: 0 (keep clusters[].chunk_elems) or 1..2048, got {chunk!r}")
     large = at_scale["large_configs"]
     if not all(isinstance(p, str) for p in large):
         raise LabError(f"at_scale.large_configs: a list of paths (strings), got {large!r}")
@@ -197,7 +203,8 @@ def port_gbps(loads, counts, overload, shared):
 def cluster_files_for(scenario, size, dest_dir):
     """The cluster YAML per cluster at this size: clusters[].config (with the scenario's chunk_elems
     and merged_steps, as the rack's processes get it), or from at_scale.large_from workers up the
-    at_scale.large_configs file (with the scenario's chunk_elems) -> [(path written, source)]."""
+    at_scale.large_configs file (with the scenario's chunk_elems); at_scale.chunk_elems, if set,
+    replaces the chunk size in both -> [(path written, source)]."""
     at_scale = scenario["at_scale"]
     os.makedirs(dest_dir, exist_ok=True)
     out = []
@@ -208,7 +215,9 @@ def cluster_files_for(scenario, size, dest_dir):
             copy = dict(cluster, config=_source_path(large), merged_steps="")
         else:
             source = cluster["config"]
-            copy = cluster
+            copy = dict(cluster)
+        if at_scale["chunk_elems"]:
+            copy["chunk_elems"] = at_scale["chunk_elems"]
         if not cluster_config_path(copy):
             raise LabError(f"clusters[{i}].config: the at-scale step needs the cluster's YAML")
         out.append((write_cluster_config(copy, dest_dir), source))
