@@ -384,9 +384,10 @@ struct LearnerEndpoint::Impl {
             core = std::make_unique<learner::LearnerCore>(
                 config, o.cluster_id, o.initial_parameters, incarnation,
                 [this](const sockaddr_in& to, std::span<const std::uint8_t> msg) {
-                    const ssize_t n = sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT,
-                                             reinterpret_cast<const sockaddr*>(&to), sizeof to);
-                    if (n != static_cast<ssize_t>(msg.size())) {
+                    // CREDIT with IP TOS 0x10 (learner.credit_priority), so that the host's
+                    // qdisc serves it ahead of MODEL; everything else with the socket's TOS, 0.
+                    const std::uint8_t tos = learner::datagram_tos(config.learner, msg);
+                    if (!net::send_datagram(fd, to, msg, tos != 0 ? std::optional<std::uint8_t>(tos) : std::nullopt)) {
                         ++send_errors;
                         return false;
                     }

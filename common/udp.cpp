@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -71,6 +73,31 @@ int open_udp_socket(const UdpSocketOptions& opts, std::string& err) {
         return -1;
     }
     return fd;
+}
+
+bool send_datagram(int fd, const sockaddr_in& to, std::span<const std::uint8_t> datagram, std::optional<std::uint8_t> tos) {
+    if (!tos) {
+        const ssize_t n = sendto(fd, datagram.data(), datagram.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to),
+                                 sizeof to);
+        return n == static_cast<ssize_t>(datagram.size());
+    }
+    iovec iov{const_cast<std::uint8_t*>(datagram.data()), datagram.size()};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    msghdr msg{};
+    msg.msg_name = const_cast<sockaddr_in*>(&to);
+    msg.msg_namelen = sizeof to;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_TOS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int value = *tos;
+    std::memcpy(CMSG_DATA(c), &value, sizeof value);
+    const ssize_t n = sendmsg(fd, &msg, MSG_DONTWAIT);
+    return n == static_cast<ssize_t>(datagram.size());
 }
 
 std::uint16_t local_port(int fd) {

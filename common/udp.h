@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -32,5 +33,13 @@ struct UdpSocketOptions {
 int open_udp_socket(const UdpSocketOptions& opts, std::string& err);
 // The local UDP port a socket is bound to (0 if unknown).
 std::uint16_t local_port(int fd);
+
+// Sends one datagram without blocking (MSG_DONTWAIT). With tos, sendmsg carries it as IP_TOS
+// ancillary data, so this datagram alone leaves with that TOS byte (ECN bits included) and Linux
+// sets its queueing priority from it (rt_tos2priority), whatever the socket's IP_TOS; without,
+// the socket's own TOS applies. True if the whole datagram was taken; false (errno set) otherwise,
+// a full socket buffer or qdisc included.
+bool send_datagram(int fd, const sockaddr_in& to, std::span<const std::uint8_t> datagram,
+                   std::optional<std::uint8_t> tos = std::nullopt);
 
 }  // namespace shesha::net

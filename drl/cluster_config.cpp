@@ -135,7 +135,7 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "merged_steps",
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
                                   "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
-                                  "admit_worker_ids", "model_budget", "model_delivery", "model_group"});
+                                  "admit_worker_ids", "model_budget", "model_delivery", "model_group", "credit_priority"});
     if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
@@ -184,6 +184,7 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
                                    text));
         l.model_group = group;
     }
+    if (auto x = map.get("credit_priority")) l.credit_priority = r.boolean(*x);
     if (l.model_delivery == ModelDelivery::Replicated && l.model_group == 0)
         r.fail(delivery->mark, v.path.empty() ? "model_group" : v.path + ".model_group",
                "missing: learner.model_delivery replicated needs the cluster's multicast group, like model_group: "

@@ -93,6 +93,10 @@ struct LearnerConfig {
     ModelDelivery model_delivery = ModelDelivery::Unicast;
     std::uint32_t model_group = 0;    // IPv4 multicast group, host byte order; 0: none (required
                                       // with Replicated, accepted and unused with Unicast)
+    // CREDIT datagrams leave with IP TOS 0x10 (IPTOS_LOWDELAY, ECN bits 0), so that the learner
+    // host's pfifo_fast or prio qdisc serves them ahead of MODEL (TOS 0); docs/transport.md,
+    // "CREDIT ahead of MODEL".
+    bool credit_priority = true;
 };
 
 struct WorkerConfig {

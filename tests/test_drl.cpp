@@ -869,6 +869,23 @@ TEST_CASE("cluster config: model_delivery and model_group parse, with errors nam
           "test.yaml:2:27: learner.model_delivery: expected unicast or replicated, got 'multicast'");
 }
 
+TEST_CASE("cluster config: learner.credit_priority, on by default, with errors naming the key") {
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml").learner.credit_priority);
+    CHECK_FALSE(drl::parse_cluster_config("env: CartPole-v1\nlearner: {credit_priority: false}\n", "t.yaml").learner.credit_priority);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {credit_priority: true}\n", "t.yaml").learner.credit_priority);
+    const std::string bad = error_of("env: CartPole-v1\nlearner: {credit_priority: 16}\n");
+    CHECK(bad.find("learner.credit_priority: expected true or false") != std::string::npos);
+    CHECK(bad.rfind("test.yaml:2:", 0) == 0);
+    CHECK(error_of("env: CartPole-v1\nlearner: {credit_prio: true}\n").find("credit_prio") != std::string::npos);
+    // What the learner's send function asks: 0x10 for CREDIT with the setting, else 0.
+    drl::ClusterConfig c = drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml");
+    std::vector<std::uint8_t> credit(proto::kHeaderSize + proto::kCreditBodySize, 0);
+    credit[proto::off::kType] = static_cast<std::uint8_t>(proto::MsgType::Credit);
+    CHECK(learner::datagram_tos(c.learner, credit) == 0x10);
+    c.learner.credit_priority = false;
+    CHECK(learner::datagram_tos(c.learner, credit) == 0);
+}
+
 namespace {
 constexpr std::uint32_t kGroup = 0xEF4D0007u;  // 239.77.0.7
 void replicated(drl::ClusterConfig& c) {

@@ -35,6 +35,7 @@
 #include "cluster_config.h"
 #include "model/model_types.h"
 #include "model/optimizer.h"
+#include "protocol.h"
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
 #include "seq_window.h"
@@ -43,6 +44,19 @@ namespace shesha::learner {
 
 inline constexpr std::uint64_t kModelResendMinNs = 20'000'000;  // per worker, for requests
 inline constexpr std::size_t kStalenessBuckets = 32;            // exact counts 0..31, then ">= 32"
+
+// The IPv4 TOS a learner datagram leaves with (docs/transport.md, "CREDIT ahead of MODEL"). With
+// learner.credit_priority (the default) a CREDIT gets IPTOS_LOWDELAY, 0x10 with the ECN bits 0:
+// Linux derives the packet's priority from it (rt_tos2priority: TC_PRIO_INTERACTIVE), and a
+// pfifo_fast or prio qdisc on the learner's host serves that band before MODEL's. Everything else,
+// and CREDIT with the setting off, gets 0: the learner socket's own TOS. The learner's socket
+// (api/transport.cpp) and shesha-sim's learners both ask this function.
+inline constexpr std::uint8_t kCreditTos = 0x10;
+inline std::uint8_t datagram_tos(const drl::LearnerConfig& cfg, std::span<const std::uint8_t> message) noexcept {
+    const bool credit =
+        message.size() > proto::off::kType && message[proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Credit);
+    return cfg.credit_priority && credit ? kCreditTos : 0;
+}
 
 struct LearnerCounters {
     std::uint64_t datagrams = 0;
