@@ -73,6 +73,12 @@ ARMS["shipped"] = []
 # The shipped defaults with the senders' cumulative acknowledgement (docs/transport.md; off by default
 # since it raised the rack's AoM).
 ARMS["shipped+cumack"] = ["transport.cumulative_ack=true"]
+# The learner's credit priority (learner.credit_priority, on by default: CREDIT with IP TOS 0x10,
+# which the learner host's pfifo_fast send queue serves before MODEL; docs/transport.md) turned off,
+# for the shipped arm and for merging alone: the learner host's send queue is then one FIFO, as
+# in every study before 2026-12-05's credit priority.
+ARMS["shipped-nocreditprio"] = ["model.credit_priority=false"]
+ARMS["merge-nocreditprio"] = ARMS["merge"] + ["model.credit_priority=false"]
 # shesha-lag plus chunk following in the fair queues (docs/queue.md, "Chunk following"): after a
 # merged head, the waiting packets of its chunk (newer versions) leave next within the cluster's
 # queue. merge+lag+follow: the same queues without window control (ablation).

@@ -206,6 +206,7 @@ const std::map<std::string, Setter>& schema() {
         {"model.request_us", double_field(&Scenario::model_request_us, 1, 1e9)},
         {"model.budget", uint_field(&Scenario::model_budget, 1, UINT32_MAX)},
         {"model.learner_nic_packets", uint_field(&Scenario::learner_nic_packets, 1, 1u << 24)},
+        {"model.credit_priority", bool_field(&Scenario::credit_priority)},
         {"output.sample_us", double_field(&Scenario::sample_us, 0.1, 1e9)},
         {"output.pool_max_packets", uint_field(&Scenario::pool_max_packets, 1024, 1u << 26)},
     };

@@ -118,6 +118,9 @@ struct Scenario {
     // The learner host's send queue toward its switch port (socket buffer + qdisc). The learner sends
     // with MSG_DONTWAIT, so a datagram that finds it full is lost (counted).
     std::uint32_t learner_nic_packets = 4096;
+    // The synthetic learners' learner.credit_priority (training runs take each cluster YAML's): CREDIT
+    // with IP TOS 0x10, which the learner host's send queue (pfifo_fast) serves before MODEL.
+    bool credit_priority = true;
 
     // training workload (workload.kind: training). Everything about the job (model, A3C, optimizer,
     // transport constants, learner and worker keys) comes from the cluster YAMLs, one per cluster.

@@ -29,6 +29,7 @@
 #include "pipeline.h"
 #include "frame.h"
 #include "gradient_pattern.h"
+#include "host_queue.h"
 #include "protocol.h"
 #include "transport/chunking.h"
 #include "transport/credit_planner.h"
@@ -94,7 +95,7 @@ struct Later {
 // switch's pipeline) serialized at the link rate, then a propagation delay to the far end (a
 // switch port, or the learners).
 struct Link {
-    std::unique_ptr<core::AggregatingQueue> host_queue;  // worker NIC only (a plain FIFO)
+    std::unique_ptr<HostQueue> host_queue;  // a host's send queue: a worker NIC (FIFO), a learner host (pfifo_fast)
     std::uint32_t sw = kNoLink;        // switch whose port is the egress, or kNoLink (a host's NIC)
     std::uint16_t sw_port = 0;
     std::uint32_t to_sw = kNoLink;     // switch at the far end, or kNoLink (a host)
@@ -155,6 +156,7 @@ struct Learner {
     std::vector<KnownWorker> known;       // by worker index within the cluster
     std::vector<std::uint32_t> registered;  // worker ids in the order they registered (the planner's)
     std::uint32_t nic = kNoLink;          // the learner host's send queue
+    bool credit_priority = true;          // CREDIT with TOS 0x10 (learner.credit_priority; model.credit_priority)
     std::uint32_t versions_published = 0;
     explicit Learner(std::uint64_t period) : aom(period) {}
 };
@@ -440,6 +442,8 @@ struct Simulator::Impl final : FeedbackSink {
     std::vector<float> scratch_payload;   // an aligned copy of a received payload
     transport::ChunkLayout layout;
     std::uint64_t host_drop_contributions = 0;  // tail drops at worker NICs
+    std::uint64_t credit_waits = 0;             // CREDITs that left a learner host's send queue
+    std::uint64_t credit_wait_sum_ns = 0, credit_wait_max_ns = 0;  // and how long they waited in it
 
     // Two-directional runs (model.delivery unicast or replicated).
     bool two_way = false;
@@ -633,20 +637,17 @@ struct Simulator::Impl final : FeedbackSink {
         return static_cast<std::uint32_t>(switches.size() - 1);
     }
 
-    // One direction of a cable. A host's NIC (sw == kNoLink) is a plain FIFO of nic_packets: a
-    // worker's (the sender already merged what waits for credit) or a learner host's send queue.
+    // One direction of a cable. A host's NIC (sw == kNoLink) is a send queue of nic_packets
+    // (host_queue.h): a worker's, a plain FIFO (the sender already merged what waits for credit),
+    // or a learner host's, pfifo_fast's three bands by the datagrams' TOS (nic_bands 3), so that
+    // a CREDIT the learner marks 0x10 leaves before the MODEL queued ahead of it.
     // A switch port's egress is the port's queue inside that switch's pipeline.
     std::uint32_t add_link(HopLevel level, double gbps, std::uint32_t sw, std::uint16_t sw_port, std::uint32_t to_sw,
-                           std::uint16_t to_port, std::uint32_t nic_packets = 0) {
+                           std::uint16_t to_port, std::uint32_t nic_packets = 0, int nic_bands = 1) {
         const auto id = static_cast<std::uint32_t>(links.size());
         Link l;
         if (sw == kNoLink) {
-            core::QueueConfig qc;
-            qc.capacity_packets = nic_packets;
-            qc.capacity_bytes = std::uint64_t{nic_packets} * frame_capacity;
-            qc.aggregation = false;
-            qc.mark_depth_packets = 0;
-            l.host_queue = std::make_unique<core::AggregatingQueue>(qc);
+            l.host_queue = std::make_unique<HostQueue>(nic_packets, std::uint64_t{nic_packets} * frame_capacity, nic_bands);
         } else {
             SimSwitch& s = *switches[sw];
             (sw_port < s.up_ports ? s.egress_links : s.down_links).push_back(id);
@@ -714,7 +715,7 @@ struct Simulator::Impl final : FeedbackSink {
                 // links.learner_down_gbps: the learner host's own link (on the rack only the
                 // switch's egress toward the learners is shaped; the learners send at host speed).
                 learner_nic[p] = add_link(HopLevel::LearnerNic, sc.learner_down_rate_gbps(), kNoLink, 0, last,
-                                          static_cast<std::uint16_t>(p), sc.learner_nic_packets);
+                                          static_cast<std::uint16_t>(p), sc.learner_nic_packets, 3);
                 links[learner_nic[p]].learner_port = p;
             }
             if (leaf_spine)
@@ -800,6 +801,9 @@ struct Simulator::Impl final : FeedbackSink {
             L->target.assign(layout.model_elems, 0.0f);
             L->workers = sc.workers_in(c);
             L->first_worker = sc.first_worker(c);
+            // The learner's CREDIT TOS: its cluster YAML's learner.credit_priority in training runs,
+            // the scenario's model.credit_priority for the synthetic learners.
+            L->credit_priority = training ? tclusters[c].cfg.learner.credit_priority : sc.credit_priority;
             if (two_way) {
                 L->nic = learner_nic[learner_port_of(c)];
                 L->known.assign(L->workers, KnownWorker{});
@@ -847,6 +851,13 @@ struct Simulator::Impl final : FeedbackSink {
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
         if (link.learner_port != kNoLink) count_learner_port(link, *p, d.frame_len, tx);
+        if (link.level == HopLevel::LearnerNic &&
+            p->frame[frame::kUdpPayloadOffset + proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Credit)) {
+            // How long CREDITs waited in the learner host's send queue (behind MODEL, unless served ahead).
+            ++credit_waits;
+            credit_wait_sum_ns += d.sojourn_ticks;
+            credit_wait_max_ns = std::max(credit_wait_max_ns, d.sojourn_ticks);
+        }
         schedule_simple(now + tx, EventType::TxDone, link_id);
         Event e;
         e.t = now + tx + link.prop_ns;
@@ -1046,7 +1057,21 @@ struct Simulator::Impl final : FeedbackSink {
             pattern::fill(L.published_params.data() + layout.offset(k), layout.elems_in(k), c, k, L.published - 1);
     }
 
-    void learner_send(Learner& L, Packet* p) { enqueue_at_nic(L.nic, p); }
+    // A learner's datagram onto its host's send queue, with the TOS the real learner gives it
+    // (learner::datagram_tos: 0x10 for CREDIT with credit priority, else 0), which decides its band.
+    void learner_send(Learner& L, Packet* p) {
+        drl::LearnerConfig lc;
+        lc.credit_priority = L.credit_priority;
+        const std::uint8_t tos =
+            learner::datagram_tos(lc, {p->frame + frame::kUdpPayloadOffset, p->len - frame::kUdpPayloadOffset});
+        if (tos != 0) {
+            std::uint8_t* ip = p->frame + frame::kEthHeaderSize;
+            ip[1] = tos;  // the learner's frames are not ECN-capable: ECN bits 0
+            constexpr std::size_t kChecksum = 10;  // the IPv4 header checksum's offset
+            be::store16(ip + kChecksum, frame::ipv4_header_checksum(ip, frame::kIpv4MinHeaderSize));
+        }
+        enqueue_at_nic(L.nic, p);
+    }
 
     frame::Endpoints learner_to(std::uint16_t c, const core::Mac& mac, std::uint32_t ip) const {
         frame::Endpoints ep;
@@ -1926,6 +1951,9 @@ struct Simulator::Impl final : FeedbackSink {
             m.delivery_mean_us = m.versions_adopted ? delivery_sum_ns / static_cast<double>(m.versions_adopted) / 1e3 : 0;
             m.first_model_mean_us = computing ? static_cast<double>(first_model_sum_ns) / computing / 1e3 : 0;
             m.model_age_mean_us = model_age_samples ? model_age_sum_us / static_cast<double>(model_age_samples) : 0;
+            m.credits_sent = credit_waits;
+            m.credit_wait_mean_us = credit_waits ? static_cast<double>(credit_wait_sum_ns) / static_cast<double>(credit_waits) / 1e3 : 0;
+            m.credit_wait_max_us = static_cast<double>(credit_wait_max_ns) / 1e3;
         }
     }
 };
@@ -1953,7 +1981,8 @@ std::string summary_csv_header() {
          "learner_send_credit_drops,versions_published,model_unicast_chunks,model_group_chunks,model_answer_chunks,model_requests_sent,"
          "model_requests_answered,model_requests_rate_limited,models_withheld,model_chunks_received,versions_adopted,"
          "model_assemblies_abandoned,model_verify_failures,workers_without_model,model_delivery_mean_us,"
-         "model_delivery_max_us,model_age_mean_us,first_model_mean_us";
+         "model_delivery_max_us,model_age_mean_us,first_model_mean_us,learner_send_credit_wait_mean_us,"
+         "learner_send_credit_wait_max_us";
     h += ",sim_end_ms,events,wall_s,packets_per_wall_s\n";
     return h;
 }
@@ -1971,14 +2000,14 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
         row += fmt::format(",{:.3f},{},{:.3f},{:.3f},{},{},{}", h.depth_mean, h.depth_max, h.sojourn_mean_us,
                            h.sojourn_max_us, h.merges, h.drops, h.marks);
     const ModelTraffic& m = r.model;
-    row += fmt::format(",{},{},{},{},{},{:.6f},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f}",
+    row += fmt::format(",{},{},{},{},{},{:.6f},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}",
                        r.model_delivery, m.up_bytes, m.down_bytes, m.down_model_bytes, m.down_credit_bytes,
                        m.up_utilisation, m.down_utilisation, m.down_model_chunks, m.learner_nic_drops,
                        m.learner_nic_model_drops, m.learner_nic_credit_drops, m.versions_published, m.unicast_chunks,
                        m.group_chunks, m.answer_chunks, m.requests_sent, m.requests_answered, m.requests_rate_limited, m.models_withheld,
                        m.chunks_received, m.versions_adopted, m.assemblies_abandoned, m.verify_failures,
                        m.workers_without_model, m.delivery_mean_us, m.delivery_max_us, m.model_age_mean_us,
-                       m.first_model_mean_us);
+                       m.first_model_mean_us, m.credit_wait_mean_us, m.credit_wait_max_us);
     row += fmt::format(",{:.3f},{},{:.3f},{:.0f}\n", r.sim_end_ms, r.events, r.wall_s, r.packets_per_wall_s);
     return row;
 }

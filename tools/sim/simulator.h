@@ -100,6 +100,11 @@ struct ModelTraffic {
     double delivery_max_us = 0;
     double model_age_mean_us = 0;          // time-average over workers of now - publish time of the adopted version
     double first_model_mean_us = 0;        // when a worker adopted its first model (start of its compute)
+    // CREDITs out of the learner hosts' send queues, and how long they waited there (behind MODEL,
+    // unless credit priority served them ahead of it).
+    std::uint64_t credits_sent = 0;
+    double credit_wait_mean_us = 0;
+    double credit_wait_max_us = 0;
 };
 
 // Training workload: one deterministic evaluation of a cluster's published model, on the virtual
