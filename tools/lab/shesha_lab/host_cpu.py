@@ -5,7 +5,6 @@ workers). The rack's host processes share the cores that no switch polls, so thi
 job was bound by the network or by the host: a worker that waits for a core as long as it runs
 cannot turn a fresher model into more updates."""
 import glob
-import os
 
 
 def read_schedstat(pid):
