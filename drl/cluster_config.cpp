@@ -140,7 +140,7 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
     if (auto x = map.get("merged_steps"))
-        l.merged_steps = r.choice(*x, {"one", "per_contribution"}) == 0 ? MergedSteps::One : MergedSteps::PerContribution;
+        l.merged_steps = static_cast<MergedSteps>(r.choice(*x, {"one", "per_contribution", "sqrt"}));
     if (auto x = map.get("eval_interval_ms")) l.eval_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("eval_episodes")) l.eval_episodes = static_cast<std::uint32_t>(r.uint(*x, 1, 10'000));
     if (auto x = map.get("checkpoint_interval_ms")) l.checkpoint_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));

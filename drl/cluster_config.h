@@ -48,6 +48,9 @@ enum class MergedSteps : std::uint8_t {
     One,              // one optimizer step on the average
     PerContribution,  // k steps on the average (at most kMaxStepsPerChunk): as much progress per
                       // contribution as unmerged updates get; for SGD, the linear scaling rule
+    Sqrt,             // one step on the average at sqrt(k) times the learning rate (k at most
+                      // kMaxStepsPerChunk): the square-root scaling rule for adaptive optimizers
+                      // (RMSProp, Adam), whose noise falls as 1/k with a batch of k
 };
 inline constexpr std::uint32_t kMaxStepsPerChunk = 32;
 

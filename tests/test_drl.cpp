@@ -141,6 +141,8 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(minimal.learner.merged_steps == drl::MergedSteps::One);
     CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {merged_steps: per_contribution}\n", "m.yaml")
               .learner.merged_steps == drl::MergedSteps::PerContribution);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {merged_steps: sqrt}\n", "m.yaml")
+              .learner.merged_steps == drl::MergedSteps::Sqrt);
     CHECK(error_of("env: CartPole-v1\nlearner: {merged_steps: twice}\n").find("learner.merged_steps") !=
           std::string::npos);
     const transport::SenderConfig sc = drl::sender_config(minimal, 3, 9, 100);
@@ -309,6 +311,33 @@ TEST_CASE("learner: merged_steps per_contribution takes one optimizer step per c
     CHECK(f.core->counters().steps_capped == 1);
     CHECK(f.params()[8] == 0.5F);
     CHECK(f.params()[9] == 0.5F);
+}
+
+TEST_CASE("learner: merged_steps sqrt takes one step on the average at sqrt(k) times the rate, capped") {
+    LearnerFixture f(false, drl::MergedSteps::Sqrt);
+    // Four contributions summing to 8.0 per element: average 2.0, one SGD step of
+    // lr 0.5 * sqrt(4) * 2.0 = 2.0: 1 - 2 = -1. (one: 1 - 1 = 0; per_contribution: 1 - 4 = -3.)
+    auto h = gradient_header(0, 3, 3, 1);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 4;
+    f.feed(message(h, {8, 8, 8, 8}));
+    CHECK(f.params() == std::vector<float>{-1, -1, -1, -1, 1, 1, 1, 1, 1, 1});
+    CHECK(f.core->counters().optimizer_steps == 1);
+    CHECK(f.core->counters().contributions_applied == 4);
+    // An unmerged chunk (k = 1) steps at the configured rate: 1 - 0.5 * 1.0 = 0.5.
+    f.feed(message(gradient_header(1, 3, 3, 1), {1, 1, 1, 1}));
+    CHECK(f.params()[4] == 0.5F);
+    CHECK(f.params()[7] == 0.5F);
+    // A forged count beyond the cap buys at most sqrt(kMaxStepsPerChunk), and is counted: the sum
+    // 1024 * 0.25 over 1024 contributions averages 0.25; 0.5 * sqrt(32) * 0.25 = 0.7071.
+    h = gradient_header(2, 3, 3, 1);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 1024;
+    f.feed(message(h, {256, 256}));
+    CHECK(f.core->counters().optimizer_steps == 3);
+    CHECK(f.core->counters().steps_capped == 1);
+    CHECK(f.params()[8] == Approx(1.0 - 0.5 * std::sqrt(32.0) * 0.25).epsilon(1e-6));
+    CHECK(f.params()[9] == f.params()[8]);
 }
 
 TEST_CASE("learner: staleness is learner version minus base version; scaling divides by 1 + staleness") {

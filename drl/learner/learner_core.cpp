@@ -377,12 +377,16 @@ bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> sl
     // A merged chunk is the sum of contrib_count updates: apply their average once, or once
     // per contribution (merged_steps: per_contribution), bounded so that a forged count
     // cannot buy unbounded work.
+    // merged_steps: sqrt applies it once at sqrt(k) times the learning rate, k bounded the same way.
     std::uint32_t steps = 1;
-    if (l.merged_steps == drl::MergedSteps::PerContribution) {
-        steps = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
+    float lr_multiplier = 1.0F;
+    if (l.merged_steps != drl::MergedSteps::One) {
+        const std::uint32_t k = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
         if (h.contrib_count > drl::kMaxStepsPerChunk) ++c_.steps_capped;
+        if (l.merged_steps == drl::MergedSteps::PerContribution) steps = k;
+        else lr_multiplier = std::sqrt(static_cast<float>(k));
     }
-    for (std::uint32_t i = 0; i < steps; ++i) optimizer.apply(params, slice, scale);
+    for (std::uint32_t i = 0; i < steps; ++i) optimizer.apply(params, slice, scale, lr_multiplier);
     // A step that overflowed (the state or the parameters went Inf/NaN) would poison every later
     // step of this slice: undo it.
     if (!optimizer.state_finite() || !transport::all_finite(std::span<const float>(params.data(), params.size()))) {

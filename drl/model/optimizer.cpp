@@ -42,12 +42,12 @@ public:
     SgdOptimizer(const OptimizerConfig& config, std::size_t count)
         : config_(config), count_(count) {}
 
-    bool apply(std::span<float> parameters, std::span<const float> gradient,
-               float scale) override {
+    bool apply(std::span<float> parameters, std::span<const float> gradient, float scale,
+               float lr_multiplier) override {
         if (parameters.size() != count_ || gradient.size() != count_) {
             return false;
         }
-        kernels::sgd(parameters.data(), gradient.data(), count_, config_.learning_rate * scale);
+        kernels::sgd(parameters.data(), gradient.data(), count_, config_.learning_rate * lr_multiplier * scale);
         ++steps_;
         return true;
     }
@@ -81,13 +81,13 @@ public:
     SharedRmsPropOptimizer(const OptimizerConfig& config, std::size_t count)
         : config_(config), square_average_(count, 0.0F) {}
 
-    bool apply(std::span<float> parameters, std::span<const float> gradient,
-               float scale) override {
+    bool apply(std::span<float> parameters, std::span<const float> gradient, float scale,
+               float lr_multiplier) override {
         const std::size_t count = square_average_.size();
         if (parameters.size() != count || gradient.size() != count) {
             return false;
         }
-        kernels::rmsprop(parameters.data(), square_average_.data(), gradient.data(), count, scale, config_.learning_rate,
+        kernels::rmsprop(parameters.data(), square_average_.data(), gradient.data(), count, scale, config_.learning_rate * lr_multiplier,
                          config_.rmsprop_alpha, config_.epsilon);
         ++steps_;
         return true;
@@ -125,15 +125,15 @@ public:
     AdamOptimizer(const OptimizerConfig& config, std::size_t count)
         : config_(config), first_moment_(count, 0.0F), second_moment_(count, 0.0F) {}
 
-    bool apply(std::span<float> parameters, std::span<const float> gradient,
-               float scale) override {
+    bool apply(std::span<float> parameters, std::span<const float> gradient, float scale,
+               float lr_multiplier) override {
         const std::size_t count = first_moment_.size();
         if (parameters.size() != count || gradient.size() != count) {
             return false;
         }
         ++steps_;
         const Corrections& k = corrections(steps_);
-        const float step_size = config_.learning_rate / k.correction1;
+        const float step_size = config_.learning_rate * lr_multiplier / k.correction1;
         const float sqrt_correction2 = std::sqrt(k.correction2);
         kernels::adam(parameters.data(), first_moment_.data(), second_moment_.data(), gradient.data(), count, scale,
                       step_size, config_.adam_beta1, config_.adam_beta2, sqrt_correction2, config_.epsilon);

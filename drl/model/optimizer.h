@@ -40,9 +40,11 @@ public:
 
     // parameters -= step(scale * gradient). `scale` lets a merged gradient (the sum of k
     // contributions, as the switch delivers it) be applied as their average with scale = 1/k.
-    // False (nothing changes) when a span's size is not parameter_count().
-    virtual bool apply(std::span<float> parameters, std::span<const float> gradient,
-                       float scale) = 0;
+    // `lr_multiplier` multiplies the configured learning rate for this step only (the learner's
+    // square-root rule for merged chunks). False (nothing changes) when a span's size is not
+    // parameter_count().
+    virtual bool apply(std::span<float> parameters, std::span<const float> gradient, float scale,
+                       float lr_multiplier = 1.0F) = 0;
     virtual std::size_t parameter_count() const = 0;
     virtual std::uint64_t steps() const = 0;
 

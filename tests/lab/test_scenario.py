@@ -186,7 +186,7 @@ def test_bad_values_are_named(scenario_file, extra, message):
     ("workers: 2,", "workers: 2, chunk_elems: 4096,",
      "clusters[0].chunk_elems: 0 (keep the config file's) or 1..2048 (above 356 the rack runs at MTU 9000), got 4096"),
     ("workers: 2,", "workers: 2, merged_steps: twice,",
-     "clusters[0].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"),
+     "clusters[0].merged_steps: '' (keep the config file's), one, per_contribution or sqrt, got 'twice'"),
     ("target_return: 475", "target_return: high", "clusters[0].target_return: must be a number"),
     ("workers: 3,", "workers: 3, weight: 0,",
      "clusters[1].weight: an integer in 1..1000 (its share of a port under drr scheduling), got 0"),

@@ -260,8 +260,8 @@ def _validate_clusters(scenario, names):
         if not isinstance(cluster["chunk_elems"], int) or not (0 <= cluster["chunk_elems"] <= 2048):
             raise LabError(f"clusters[{i}].chunk_elems: 0 (keep the config file's) or 1..2048 (above {MAX_STD_CHUNK} "
                            f"the rack runs at MTU {JUMBO_MTU}), got {cluster['chunk_elems']!r}")
-        if cluster["merged_steps"] not in ("", "one", "per_contribution"):
-            raise LabError(f"clusters[{i}].merged_steps: '' (keep the config file's), one or per_contribution, "
+        if cluster["merged_steps"] not in ("", "one", "per_contribution", "sqrt"):
+            raise LabError(f"clusters[{i}].merged_steps: '' (keep the config file's), one, per_contribution or sqrt, "
                            f"got {cluster['merged_steps']!r}")
         if isinstance(cluster["target_return"], bool) or not isinstance(cluster["target_return"], (int, float)):
             raise LabError(f"clusters[{i}].target_return: must be a number")
