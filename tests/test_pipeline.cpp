@@ -1160,3 +1160,121 @@ TEST_CASE("receive_burst's per-burst learn and lookup memo matches learning ever
         }
     }
 }
+
+// ---- classification's fast paths (classify.h) against the general parser and decoder -----------
+
+namespace {
+
+// xorshift64*: a fixed sequence, so a failure repeats.
+struct Rng {
+    std::uint64_t s;
+    std::uint64_t next() {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        return s * 0x2545F4914F6CDD1Dull;
+    }
+    std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>(next() % n); }
+};
+
+// A byte value a mutation writes: often one that sits on a check's boundary.
+std::uint8_t mutated_byte(Rng& rng, std::uint8_t old) {
+    static constexpr std::uint8_t kEdges[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x0F, 0x10, 0x11,
+                                              0x1F, 0x20, 0x3F, 0x40, 0x45, 0x46, 0x53, 0x48, 0x7F, 0x80, 0x81, 0xFF};
+    switch (rng.below(3)) {
+    case 0: return static_cast<std::uint8_t>(old + 1);
+    case 1: return static_cast<std::uint8_t>(old - 1);
+    default: return kEdges[rng.below(sizeof kEdges)];
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the IPv4/UDP fast path of classification decides exactly as frame::classify, or defers", "[pipeline][classify]") {
+    const auto shesha = gradient_frame(1, mac(9), host_ip(9), 1, 0, 64);
+    const auto other = udp_frame(mac(1), mac(9), host_ip(1), host_ip(9), 9, std::vector<std::uint8_t>(18, 0xAB));
+    Rng rng{0x9E3779B97F4A7C15ull};
+    std::uint64_t decided = 0, decided_shesha = 0, deferred = 0;
+    for (int iter = 0; iter < 200'000; ++iter) {
+        std::vector<std::uint8_t> f = (iter & 1) ? shesha : other;
+        const int mutations = iter < 2 ? 0 : static_cast<int>(rng.below(4));
+        for (int k = 0; k < mutations; ++k) {
+            // Mostly the header bytes the checks read (EtherType, IPv4 version/IHL, lengths, flags
+            // and fragment offset, protocol, UDP ports and length), sometimes any of the first 50.
+            static constexpr std::uint8_t kHot[] = {12, 13, 14, 16, 17, 20, 21, 23, 36, 37, 38, 39};
+            const std::size_t at = rng.below(4) != 0 ? kHot[rng.below(sizeof kHot)] : rng.below(50);
+            f[at] = mutated_byte(rng, f[at]);
+        }
+        if (iter >= 2 && rng.below(4) == 0) f.resize(rng.below(static_cast<std::uint32_t>(f.size()) + 1));
+        const frame::FrameInfo want = frame::classify(f, proto::kDefaultUdpPort);
+        frame::FrameInfo got;
+        if (!core::classify_ipv4_udp_fast(f.data(), static_cast<std::uint32_t>(f.size()), proto::kDefaultUdpPort, got)) {
+            ++deferred;
+            continue;
+        }
+        ++decided;
+        INFO("iteration " << iter);
+        REQUIRE(got.kind == want.kind);
+        REQUIRE(got.l3_offset == want.l3_offset);
+        if (want.kind == frame::FrameKind::Shesha) {
+            ++decided_shesha;
+            REQUIRE(got.l4_offset == want.l4_offset);
+            REQUIRE(got.payload_offset == want.payload_offset);
+            REQUIRE(got.payload_len == want.payload_len);
+            REQUIRE(got.src_ip == want.src_ip);
+            REQUIRE(got.dst_ip == want.dst_ip);
+            REQUIRE(got.src_port == want.src_port);
+            REQUIRE(got.dst_port == want.dst_port);
+            REQUIRE(got.ecn == want.ecn);
+        }
+    }
+    // Both paths ran, and the fast one took both kinds of frame.
+    CHECK(decided > 50'000);
+    CHECK(decided_shesha > 20'000);
+    CHECK(deferred > 50'000);
+}
+
+TEST_CASE("the fp32 GRADIENT fast path of classification accepts exactly what proto::decode accepts", "[pipeline][classify]") {
+    proto::Header h = gradient_header(3, 1, 2, 16);
+    h.ts_earliest_ns = 0x0000'0100'0000'0000ull;
+    h.ts_latest_ns = 0x0000'0100'0000'0001ull;
+    const std::vector<std::uint8_t> base = gradient_payload(h);
+    Rng rng{12345};
+    std::uint64_t accepted = 0, rejected_valid_other = 0, rejected_invalid = 0;
+    for (int iter = 0; iter < 200'000; ++iter) {
+        std::vector<std::uint8_t> p = base;
+        const int mutations = iter == 0 ? 0 : static_cast<int>(rng.below(4));
+        for (int k = 0; k < mutations; ++k) {
+            const std::size_t at = rng.below(proto::kHeaderSize);
+            p[at] = mutated_byte(rng, p[at]);
+        }
+        if (iter != 0 && rng.below(5) == 0) {
+            const std::uint32_t n = rng.below(static_cast<std::uint32_t>(p.size()) + 8);
+            p.resize(n, 0);
+        }
+        proto::Message msg;
+        const bool ok = proto::decode(p, msg) == proto::DecodeError::Ok;
+        const bool want = ok && msg.hdr.type == proto::MsgType::Gradient && msg.hdr.elem_type == proto::ElemType::F32;
+        core::PacketMeta meta;
+        const bool got = core::decode_gradient_f32_fast(p.data(), static_cast<std::uint32_t>(p.size()), meta);
+        INFO("iteration " << iter);
+        REQUIRE(got == want);
+        if (got) {
+            ++accepted;
+            CHECK(meta.cluster_id == msg.hdr.cluster_id);
+            CHECK(meta.chunk_index == msg.hdr.chunk_index);
+            CHECK(meta.elem_count == msg.hdr.elem_count);
+            CHECK(meta.model_version == msg.hdr.model_version);
+            CHECK(meta.contributions == msg.hdr.contrib_count);
+            CHECK(meta.worker_id == msg.hdr.worker_id);
+            CHECK(meta.seq == msg.hdr.seq);
+        } else if (ok) {
+            ++rejected_valid_other;
+        } else {
+            ++rejected_invalid;
+        }
+    }
+    CHECK(accepted > 20'000);
+    CHECK(rejected_valid_other > 100);
+    CHECK(rejected_invalid > 20'000);
+}

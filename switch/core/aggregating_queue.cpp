@@ -166,7 +166,7 @@ struct AggregatingQueue::Impl {
         if (e.shesha_offset != 0) {
             std::uint8_t* p = e.frame + e.shesha_offset;
             proto::inplace::set_flags(p, proto::inplace::flags(p) | proto::flag::kCongestionExperienced);
-            if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
+            if (e.l4_offset != 0) clear_udp_checksum_inline(e.frame + e.l4_offset);
         }
         if (cfg.mark_ip_ecn && e.l3_offset != 0 && frame::mark_ecn_ce(e.frame + e.l3_offset)) ++stats.ecn_ce_set;
     }
@@ -241,7 +241,7 @@ struct AggregatingQueue::Impl {
             index_put(merge_key(m.cluster_id, m.chunk_index, m.model_version), seq);
             e.flags |= kIndexed;
         }
-        if (e.l4_offset != 0) frame::clear_udp_checksum(e.frame + e.l4_offset);
+        if (e.l4_offset != 0) clear_udp_checksum_inline(e.frame + e.l4_offset);
         ++stats.merged;
         stats.bytes_saved += a.frame_len;
     }

@@ -6,7 +6,9 @@
 // an RX lcore that hands frames to it. settle_rx() adds a burst's tally once per burst.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "big_endian.h"
 #include "counters.h"
@@ -52,6 +54,95 @@ struct RxTally {
     std::uint64_t gradient_f32 = 0;
 };
 
+// proto::decode with everything it calls inlined: in the forwarding loop GCC judged the Shesha
+// path unlikely and called the out-of-line be::load64 for both timestamps of every message.
+[[gnu::always_inline, gnu::flatten]] inline proto::DecodeError decode_inline(std::span<const std::uint8_t> bytes,
+                                                                             proto::Message& out) noexcept {
+    return proto::decode(bytes, out);
+}
+
+// The common frame in one pass: untagged IPv4 without options, not a fragment, UDP, with lengths
+// that fit the frame. For such a frame, fills what frame::classify() would (kind IpOther or
+// Shesha, the offsets, for Shesha the addresses and lengths) and returns true; for any other frame
+// returns false without deciding anything (the caller asks frame::classify()). It skips the VLAN,
+// IHL and short-frame branches of the general parser and, for UDP to another port, reading the
+// addresses at all. tests/test_pipeline.cpp checks it against frame::classify() on mutated frames.
+[[gnu::always_inline]] inline bool classify_ipv4_udp_fast(const std::uint8_t* f, std::uint32_t len,
+                                                          std::uint16_t udp_port, frame::FrameInfo& info) noexcept {
+    constexpr std::uint32_t kL3 = frame::kEthHeaderSize;
+    constexpr std::uint32_t kL4 = kL3 + frame::kIpv4MinHeaderSize;
+    if (len < kL4 || be::load16(f + 12) != frame::kEtherTypeIpv4 || f[kL3] != 0x45) return false;
+    const std::uint8_t* ip = f + kL3;
+    const std::uint32_t total_len = be::load16(ip + 2);
+    // At least a UDP header, and the datagram inside the frame (Ethernet padding may follow it).
+    if (total_len < frame::kIpv4MinHeaderSize + frame::kUdpHeaderSize || total_len > len - kL3) return false;
+    // Not a fragment (no offset, no MF), and UDP.
+    if ((be::load16(ip + 6) & 0x3FFF) != 0 || ip[9] != frame::kIpProtoUdp) return false;
+    const std::uint8_t* udp = f + kL4;
+    const std::uint32_t udp_len = be::load16(udp + 4);
+    if (udp_len < frame::kUdpHeaderSize || udp_len > total_len - frame::kIpv4MinHeaderSize) return false;
+    info.l3_offset = kL3;
+    info.dst_port = be::load16(udp + 2);
+    if (info.dst_port != udp_port) {
+        info.kind = frame::FrameKind::IpOther;
+        return true;
+    }
+    info.kind = frame::FrameKind::Shesha;
+    info.l4_offset = kL4;
+    info.payload_offset = kL4 + frame::kUdpHeaderSize;
+    info.payload_len = static_cast<std::uint16_t>(udp_len - frame::kUdpHeaderSize);
+    info.src_port = be::load16(udp);
+    info.ecn = ip[1] & 0x03;
+    info.src_ip = be::load32(ip + 12);
+    info.dst_ip = be::load32(ip + 16);
+    return true;
+}
+
+// A GRADIENT of fp32 elements that proto::decode() accepts, checked in one pass over the header:
+// returns true and fills meta's message fields as classify_frame() does from the decoded header;
+// false for any other message, valid or not, without deciding anything (the caller decodes it).
+// The same checks as decode() for this type: magic, version, known flags, chunk index below a
+// non-zero count, at most kMaxElements, a non-zero contribution count (more than one only when
+// MERGED or SENDER_MERGED), ordered timestamps, and a body of exactly elem_count fp32.
+// tests/test_pipeline.cpp checks it against proto::decode() on mutated headers.
+[[gnu::always_inline]] inline bool decode_gradient_f32_fast(const std::uint8_t* p, std::uint32_t len,
+                                                            PacketMeta& meta) noexcept {
+    if (len < proto::kHeaderSize) return false;
+    // Bytes 0-5 in one load: magic, version, type GRADIENT, flags with no unknown bit, element type F32.
+    std::uint64_t head = 0;
+    std::memcpy(&head, p, 6);
+    constexpr std::uint64_t kFlagsUnknown = std::uint64_t{static_cast<std::uint8_t>(~proto::flag::kKnown)} << 32;
+    constexpr std::uint64_t kMask = 0xFFFF'FFFFull | kFlagsUnknown | (std::uint64_t{0xFF} << 40);
+    constexpr std::uint64_t kWant = std::uint64_t{proto::kMagic >> 8} | (std::uint64_t{proto::kMagic & 0xFF} << 8) |
+                                    (std::uint64_t{proto::kVersion} << 16) |
+                                    (std::uint64_t{static_cast<std::uint8_t>(proto::MsgType::Gradient)} << 24) |
+                                    (std::uint64_t{static_cast<std::uint8_t>(proto::ElemType::F32)} << 40);
+    static_assert(std::endian::native == std::endian::little);
+    if ((head & kMask) != kWant) return false;
+    const std::uint8_t flags = p[proto::off::kFlags];
+    const std::uint32_t chunk_index = be::load16(p + proto::off::kChunkIndex);
+    const std::uint32_t chunk_count = be::load16(p + proto::off::kChunkCount);
+    const std::uint32_t elem_count = be::load16(p + proto::off::kElemCount);
+    const std::uint32_t contributions = be::load16(p + proto::off::kContribCount);
+    if (chunk_index >= chunk_count || elem_count > proto::kMaxElements) return false;  // (also: a count of 0)
+    if (contributions == 0 ||
+        (contributions > 1 && (flags & (proto::flag::kMerged | proto::flag::kSenderMerged)) == 0))
+        return false;
+    std::uint64_t earliest, latest;
+    std::memcpy(&earliest, p + proto::off::kTsEarliest, sizeof earliest);
+    std::memcpy(&latest, p + proto::off::kTsLatest, sizeof latest);
+    if (__builtin_bswap64(earliest) > __builtin_bswap64(latest)) return false;
+    if (len - proto::kHeaderSize != elem_count * sizeof(float)) return false;
+    meta.cluster_id = be::load16(p + proto::off::kClusterId);
+    meta.chunk_index = static_cast<std::uint16_t>(chunk_index);
+    meta.elem_count = static_cast<std::uint16_t>(elem_count);
+    meta.model_version = be::load32(p + proto::off::kModelVersion);
+    meta.contributions = static_cast<std::uint16_t>(contributions);
+    meta.worker_id = be::load32(p + proto::off::kWorkerId);
+    meta.seq = be::load32(p + proto::off::kSeq);
+    return true;
+}
+
 // Classifies and decodes one frame that arrived on port `in` (udp_port: the Shesha port).
 template <class Io>
 [[gnu::always_inline]] inline void classify_frame(typename Io::Handle h, std::uint16_t in, std::uint16_t udp_port,
@@ -71,13 +162,16 @@ template <class Io>
 
     const std::uint8_t* data = Io::data(h);
     const std::uint32_t data_len = Io::data_len(h);
-    if (data_len < frame::kEthHeaderSize ||
-        (be::load16(data + 12) != frame::kEtherTypeIpv4 && be::load16(data + 12) != frame::kEtherTypeVlan)) {
-        meta.cls = PacketClass::Plain;
-        ++tally.non_ip;
-        return;
+    frame::FrameInfo info;
+    if (!classify_ipv4_udp_fast(data, data_len, udp_port, info)) {
+        if (data_len < frame::kEthHeaderSize ||
+            (be::load16(data + 12) != frame::kEtherTypeIpv4 && be::load16(data + 12) != frame::kEtherTypeVlan)) {
+            meta.cls = PacketClass::Plain;
+            ++tally.non_ip;
+            return;
+        }
+        info = frame::classify({data, data_len}, udp_port);
     }
-    const frame::FrameInfo info = frame::classify({data, data_len}, udp_port);
     switch (info.kind) {
     case frame::FrameKind::NonIp:
         meta.cls = PacketClass::Plain;
@@ -100,8 +194,16 @@ template <class Io>
     meta.l4_offset = info.l4_offset;
     meta.src_ip = info.src_ip;
     meta.dst_ip = info.dst_ip;
+    if (decode_gradient_f32_fast(data + info.payload_offset, info.payload_len, meta)) [[likely]] {
+        ++tally.shesha_valid;
+        meta.shesha = 1;
+        meta.shesha_offset = info.payload_offset;
+        meta.cls = PacketClass::Gradient;
+        ++tally.gradient_f32;
+        return;
+    }
     proto::Message msg;
-    const proto::DecodeError err = proto::decode({data + info.payload_offset, info.payload_len}, msg);
+    const proto::DecodeError err = decode_inline({data + info.payload_offset, info.payload_len}, msg);
     if (err != proto::DecodeError::Ok) {
         meta.cls = PacketClass::Malformed;
         rx.add(malformed_counter(err));

@@ -81,7 +81,7 @@ class DeferredFree {
 public:
     using Handle = typename Io::Handle;
     DeferredFree(Io& io, std::uint32_t capacity) : io_(io), handles_(capacity) {}
-    void add(Handle m) noexcept {
+    [[gnu::always_inline]] inline void add(Handle m) noexcept {
         if (n_ == handles_.size()) [[unlikely]] flush();
         handles_[n_++] = m;
     }

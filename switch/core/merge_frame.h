@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "frame.h"
 #include "merge_kernel.h"
@@ -32,7 +33,11 @@ struct GradientLayout {
     std::uint32_t elem_count = 0;
     std::uint32_t frame_len = 0;
     std::uint32_t shesha_offset = 0;
-    constexpr bool operator==(const GradientLayout&) const noexcept = default;
+    // Spelled out and forced inline, branch-free: GCC kept the defaulted one out of line (a call
+    // per merge) in the switch's forwarding loop.
+    [[gnu::always_inline]] constexpr bool operator==(const GradientLayout& o) const noexcept {
+        return ((elem_count ^ o.elem_count) | (frame_len ^ o.frame_len) | (shesha_offset ^ o.shesha_offset)) == 0;
+    }
 };
 
 // Whether a waiting GRADIENT may take an arriving one with the same key and destination: the same
@@ -42,6 +47,20 @@ struct GradientLayout {
     return waiting == arriving && waiting_contrib + arriving_contrib <= proto::kMaxContributions;
 }
 
+namespace merge_detail {
+// Big-endian 64-bit load and store (as be::load64/store64), forced inline: in the forwarding loop
+// GCC judged the merge path unlikely and called the out-of-line be::load64 four times per merge.
+[[gnu::always_inline]] inline std::uint64_t load_be64(const std::uint8_t* p) noexcept {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_bswap64(v);
+}
+[[gnu::always_inline]] inline void store_be64(std::uint8_t* p, std::uint64_t v) noexcept {
+    v = __builtin_bswap64(v);
+    std::memcpy(p, &v, sizeof v);
+}
+}  // namespace merge_detail
+
 // Adds `arriving` into `waiting` (no checks: the caller has matched the key and destination and
 // called may_merge). Both point at Shesha headers, each followed by elem_count fp32.
 // The waiting packet ends up carrying `contributions` (its old count plus the arrival's), the span
@@ -49,13 +68,24 @@ struct GradientLayout {
 [[gnu::always_inline]] inline void merge_gradient_into(std::uint8_t* waiting, const std::uint8_t* arriving,
                                                        std::uint16_t elem_count, std::uint16_t contributions) noexcept {
     namespace in = proto::inplace;
+    using merge_detail::load_be64;
+    using merge_detail::store_be64;
     add_f32(reinterpret_cast<float*>(waiting + proto::kHeaderSize),
             reinterpret_cast<const float*>(arriving + proto::kHeaderSize), elem_count);
     in::set_contrib_count(waiting, contributions);
-    in::set_ts_earliest(waiting, std::min(in::ts_earliest(waiting), in::ts_earliest(arriving)));
-    in::set_ts_latest(waiting, std::max(in::ts_latest(waiting), in::ts_latest(arriving)));
+    store_be64(waiting + proto::off::kTsEarliest,
+               std::min(load_be64(waiting + proto::off::kTsEarliest), load_be64(arriving + proto::off::kTsEarliest)));
+    store_be64(waiting + proto::off::kTsLatest,
+               std::max(load_be64(waiting + proto::off::kTsLatest), load_be64(arriving + proto::off::kTsLatest)));
     in::set_flags(waiting, in::flags(waiting) | proto::flag::kMerged |
                                (in::flags(arriving) & proto::flag::kCongestionExperienced));
+}
+
+// Zeroes a UDP header's checksum ("no checksum", allowed over IPv4) after a payload rewrite: what
+// frame::clear_udp_checksum does, inline for the merge path.
+[[gnu::always_inline]] inline void clear_udp_checksum_inline(std::uint8_t* udp_header) noexcept {
+    udp_header[6] = 0;
+    udp_header[7] = 0;
 }
 
 }  // namespace shesha::core

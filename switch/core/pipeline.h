@@ -428,7 +428,7 @@ private:
             if (may_merge(l->layout, cursor.tx_contrib[l->tx_index], layout, meta.contributions)) [[likely]] {
                 merge_gradient_into(l->frame + l->layout.shesha_offset, frame + meta.shesha_offset, meta.elem_count,
                                     static_cast<std::uint16_t>(sum));
-                if (l->l4_offset != 0) frame::clear_udp_checksum(l->frame + l->l4_offset);
+                if (l->l4_offset != 0) clear_udp_checksum_inline(l->frame + l->l4_offset);
                 cursor.tx_contrib[l->tx_index] = static_cast<std::uint16_t>(sum);
                 ++counts.mergeable;
                 ++counts.merged;
