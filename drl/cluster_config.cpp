@@ -133,6 +133,7 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
 
 void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     const MapView map = r.map(v, {"publish_interval_ms", "rebroadcast_ms", "staleness_scaling", "merged_steps",
+                                  "sqrt_max_staleness",
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
                                   "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
                                   "admit_worker_ids", "model_budget", "model_delivery", "model_group", "credit_priority"});
@@ -141,6 +142,8 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
     if (auto x = map.get("merged_steps"))
         l.merged_steps = static_cast<MergedSteps>(r.choice(*x, {"one", "per_contribution", "sqrt"}));
+    if (auto x = map.get("sqrt_max_staleness"))
+        l.sqrt_max_staleness = static_cast<std::uint32_t>(r.uint(*x, 0, INT32_MAX));
     if (auto x = map.get("eval_interval_ms")) l.eval_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("eval_episodes")) l.eval_episodes = static_cast<std::uint32_t>(r.uint(*x, 1, 10'000));
     if (auto x = map.get("checkpoint_interval_ms")) l.checkpoint_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));

@@ -79,6 +79,7 @@ struct LearnerConfig {
     std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
     bool staleness_scaling = false;           // scale a chunk by 1 / (1 + staleness)
     MergedSteps merged_steps = MergedSteps::One;
+    std::uint32_t sqrt_max_staleness = 2;     // merged_steps sqrt: only chunks at most this stale
     std::uint32_t eval_interval_ms = 2000;    // deterministic evaluation cadence
     std::uint32_t eval_episodes = 10;
     std::uint32_t checkpoint_interval_ms = 10000;  // with --checkpoint; 0: only on exit

@@ -143,6 +143,8 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
               .learner.merged_steps == drl::MergedSteps::PerContribution);
     CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {merged_steps: sqrt}\n", "m.yaml")
               .learner.merged_steps == drl::MergedSteps::Sqrt);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {sqrt_max_staleness: 0}\n", "m.yaml").learner.sqrt_max_staleness == 0);
+    CHECK(error_of("env: CartPole-v1\nlearner: {sqrt_max_staleness: -1}\n").find("learner.sqrt_max_staleness") != std::string::npos);
     CHECK(error_of("env: CartPole-v1\nlearner: {merged_steps: twice}\n").find("learner.merged_steps") !=
           std::string::npos);
     const transport::SenderConfig sc = drl::sender_config(minimal, 3, 9, 100);
@@ -338,6 +340,29 @@ TEST_CASE("learner: merged_steps sqrt takes one step on the average at sqrt(k) t
     CHECK(f.core->counters().steps_capped == 1);
     CHECK(f.params()[8] == Approx(1.0 - 0.5 * std::sqrt(32.0) * 0.25).epsilon(1e-6));
     CHECK(f.params()[9] == f.params()[8]);
+}
+
+TEST_CASE("learner: merged_steps sqrt steps a chunk staler than sqrt_max_staleness at the configured rate") {
+    LearnerFixture f(false, drl::MergedSteps::Sqrt, [](drl::ClusterConfig& c) { c.learner.sqrt_max_staleness = 1; });
+    // Version 1 applied and published: the learner moves to version 2, then 3.
+    f.feed(message(gradient_header(2, 3, 3, 1), {0, 0}), 5000, 1'000'000);
+    REQUIRE(f.core->publish_now(2'000'000, 2'000'000));
+    f.feed(message(gradient_header(2, 3, 3, 2), {0, 0}), 5000, 3'000'000);
+    REQUIRE(f.core->publish_now(4'000'000, 4'000'000));
+    REQUIRE(f.core->version() == 3);
+    // Base version 1, staleness 2 > 1: four contributions averaging 1.0 step at lr 0.5: 1 - 0.5.
+    auto h = gradient_header(0, 3, 3, 1);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 4;
+    f.feed(message(h, {4, 4, 4, 4}), 5000, 5'000'000);
+    CHECK(f.params()[0] == 0.5F);
+    // Base version 2, staleness 1: sqrt(4) times the rate: 1 - 0.5 * 2 * 1.0 = 0.
+    h = gradient_header(1, 3, 3, 2);
+    h.flags = proto::flag::kMerged;
+    h.contrib_count = 4;
+    f.feed(message(h, {4, 4, 4, 4}), 5000, 5'000'000);
+    CHECK(f.params()[4] == 0.0F);
+    CHECK(f.core->counters().optimizer_steps == 4);
 }
 
 TEST_CASE("learner: staleness is learner version minus base version; scaling divides by 1 + staleness") {

@@ -354,7 +354,7 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
         x.merged = (h.flags & proto::flag::kMerged) != 0;
         handler_(x);
         ++c_.optimizer_steps;
-    } else if (!step_builtin(h, slice, scale)) {
+    } else if (!step_builtin(h, slice, scale, staleness)) {
         return false;
     }
     ++c_.chunks_applied;
@@ -368,7 +368,7 @@ bool LearnerCore::apply_chunk(const proto::Header& h) {
     return true;
 }
 
-bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> slice, float scale) {
+bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> slice, float scale, std::uint32_t staleness) {
     const drl::LearnerConfig& l = config_.learner;
     const auto params = transport::chunk_slice(layout_, std::span<float>(parameters_), h.chunk_index);
     rl::Optimizer& optimizer = *optimizers_[h.chunk_index];
@@ -377,14 +377,17 @@ bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> sl
     // A merged chunk is the sum of contrib_count updates: apply their average once, or once
     // per contribution (merged_steps: per_contribution), bounded so that a forged count
     // cannot buy unbounded work.
-    // merged_steps: sqrt applies it once at sqrt(k) times the learning rate, k bounded the same way.
+    // merged_steps: sqrt applies it once at sqrt(k) times the learning rate, k bounded the same way,
+    // but only to a fresh chunk (staleness at most sqrt_max_staleness): the square-root rule is about
+    // a batch of gradients at the current parameters. Larger steps on gradients 30 versions old
+    // made Acrobot behind a FIFO port diverge (docs/aom.md).
     std::uint32_t steps = 1;
     float lr_multiplier = 1.0F;
     if (l.merged_steps != drl::MergedSteps::One) {
         const std::uint32_t k = std::min<std::uint32_t>(h.contrib_count, drl::kMaxStepsPerChunk);
         if (h.contrib_count > drl::kMaxStepsPerChunk) ++c_.steps_capped;
         if (l.merged_steps == drl::MergedSteps::PerContribution) steps = k;
-        else lr_multiplier = std::sqrt(static_cast<float>(k));
+        else if (staleness <= l.sqrt_max_staleness) lr_multiplier = std::sqrt(static_cast<float>(k));
     }
     for (std::uint32_t i = 0; i < steps; ++i) optimizer.apply(params, slice, scale, lr_multiplier);
     // A step that overflowed (the state or the parameters went Inf/NaN) would poison every later

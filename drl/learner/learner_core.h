@@ -209,7 +209,7 @@ private:
     bool admitted(std::uint32_t worker_id, const sockaddr_in& from) const noexcept;
     // Applies one validated chunk (its slice of scratch_), or rejects it; true if applied.
     bool apply_chunk(const proto::Header& h);
-    bool step_builtin(const proto::Header& h, std::span<const float> slice, float scale);
+    bool step_builtin(const proto::Header& h, std::span<const float> slice, float scale, std::uint32_t staleness);
     WorkerInfo* register_worker(std::uint32_t id, const sockaddr_in& from, std::uint64_t now_mono);
     void rebuild_planner();
     void handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes, const sockaddr_in& from,
