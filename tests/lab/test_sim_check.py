@@ -186,6 +186,21 @@ def test_a_sim_median_outside_the_rack_range_is_not_met(scenario):
     assert sim_check.sim_check_section("/nonexistent", scenario, results) == []
 
 
+def test_rack_times_are_compared_on_the_evaluation_grid(scenario):
+    # The rack's learner stamps its evaluations a few ms late: 8.003 s is the same evaluation as the
+    # simulator's 8.000 s (the scenario's cluster files evaluate every 2 s, the learner's default,
+    # or as their learner.eval_interval_ms says).
+    scenario["arms"] = scenario["arms"][:1]
+    grid = [sim_check.eval_interval_s(c) for c in scenario["clusters"]]
+    results = {"fifo": {"1": {"drops": 0, "clusters": {"1": {"time_to_target_s": 4 * grid[0] + 0.003},
+                                                         "2": {"time_to_target_s": 4 * grid[1] + 0.049}}}}}
+    sim = {"fifo": {"1": {"sim_end_s": 1, "clusters": {"1": {"time_to_target_s": 4 * grid[0]},
+                                                       "2": {"time_to_target_s": 3 * grid[1]}}}}}
+    rows = sim_check.comparison_rows(scenario, results, sim)
+    assert [r["ttt_ok"] for r in rows] == [True, False]  # the same evaluation; one evaluation sooner
+    assert rows[0]["rack_ttt"] == [4 * grid[0] + 0.003]  # shown as measured
+
+
 def test_the_learners_own_link_when_the_simulator_has_a_key_for_it(scenario):
     arm = scenario["arms"][0]
     compute = {"step_us": 1, "update_us": 2}
