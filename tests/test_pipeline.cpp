@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -1277,4 +1278,43 @@ TEST_CASE("the fp32 GRADIENT fast path of classification accepts exactly what pr
     CHECK(accepted > 20'000);
     CHECK(rejected_valid_other > 100);
     CHECK(rejected_invalid > 20'000);
+}
+
+TEST_CASE("the TX batch's merge index answers as a map of each key's newest packet, through its last-key memo", "[pipeline]") {
+    // find() first checks the last key put or found, then probes: the answers must be those of a
+    // plain map from (key, destination) to the newest packet registered, with superseded packets
+    // (frame set to nullptr) and batches ending (clear) mixed in.
+    core::BatchMergeIndex index(32);
+    std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> want;  // -> tx_index, or UINT32_MAX if superseded
+    std::vector<std::uint8_t> frames(64);
+    Rng rng{777};
+    std::uint32_t n_batch = 0;
+    std::uint64_t hits = 0;
+    for (int op = 0; op < 100'000; ++op) {
+        const std::uint64_t key = core::merge_key(1, static_cast<std::uint16_t>(rng.below(6)), rng.below(2));
+        const std::uint32_t dst = rng.below(2);
+        const std::uint32_t what = rng.below(10);
+        if (what == 0 || n_batch == 32) {
+            index.clear();
+            want.clear();
+            n_batch = 0;
+            continue;
+        }
+        core::BatchMergeIndex::Leader* l = index.find(key, dst);
+        const auto it = want.find({key, dst});
+        REQUIRE((l != nullptr) == (it != want.end()));
+        if (l != nullptr) {
+            ++hits;
+            REQUIRE((l->frame == nullptr) == (it->second == UINT32_MAX));
+            if (l->frame != nullptr) REQUIRE(l->tx_index == it->second);
+        }
+        if (what <= 5) {  // a new batch packet becomes the key's newest
+            index.put(key, dst, {frames.data() + n_batch, {}, n_batch, 0});
+            want[{key, dst}] = n_batch++;
+        } else if (what == 6 && l != nullptr) {  // superseded by a queued packet
+            l->frame = nullptr;
+            want[{key, dst}] = UINT32_MAX;
+        }
+    }
+    CHECK(hits > 10'000);
 }

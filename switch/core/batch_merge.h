@@ -41,10 +41,13 @@ public:
     // The newest batch packet registered under key (merge_key) and dst in this batch, or nullptr. The caller
     // may set its frame to nullptr: the key's newest packet is then no longer in the batch.
     [[gnu::always_inline]] inline Leader* find(std::uint64_t key, std::uint32_t dst) noexcept {
+        // The last key put or found: its slot, without hashing (the pair partner of the GRADIENT
+        // just before it, typically). A key has one slot per batch, and slots never move.
+        if (key == last_key_ && dst == last_dst_ && last_ != nullptr) return last_;
         for (std::uint64_t i = home(key, dst);; i = (i + 1) & mask_) {
             Slot& s = slots_[i];
             if (s.generation != generation_) return nullptr;
-            if (s.key == key && s.dst == dst) return &s.leader;
+            if (s.key == key && s.dst == dst) return remember(key, dst, &s.leader);
         }
     }
 
@@ -57,10 +60,12 @@ public:
             if (s.generation != generation_) break;
             if (s.key == key && s.dst == dst) {
                 s.leader = leader;
+                remember(key, dst, &s.leader);
                 return;
             }
         }
         slots_[i] = Slot{key, dst, generation_, leader};
+        remember(key, dst, &slots_[i].leader);
         ++used_;
     }
 
@@ -68,6 +73,7 @@ public:
     [[gnu::always_inline]] inline void clear() noexcept {
         if (used_ == 0) return;
         used_ = 0;
+        last_ = nullptr;
         if (++generation_ == 0) {  // wrapped: stale slots could look current, so wipe them once
             for (Slot& s : slots_) s.generation = 0;
             generation_ = 1;
@@ -85,6 +91,12 @@ private:
         Leader leader;
     };
 
+    [[gnu::always_inline]] inline Leader* remember(std::uint64_t key, std::uint32_t dst, Leader* l) noexcept {
+        last_key_ = key;
+        last_dst_ = dst;
+        last_ = l;
+        return l;
+    }
     std::uint64_t home(std::uint64_t key, std::uint32_t dst) const noexcept {
         return ((key ^ (std::uint64_t{dst} << 16)) * 0x9E3779B97F4A7C15ull >> 40) & mask_;
     }
@@ -93,6 +105,10 @@ private:
     std::uint64_t mask_;
     std::uint32_t generation_ = 1;
     std::uint32_t used_ = 0;
+    // The slot of the last key put or found in this batch (nullptr: none).
+    std::uint64_t last_key_ = 0;
+    std::uint32_t last_dst_ = 0;
+    Leader* last_ = nullptr;
 };
 
 }  // namespace shesha::core

@@ -74,6 +74,7 @@
 namespace shesha::core {
 
 inline constexpr std::uint16_t kPrefetchAhead = 8;  // packets whose headers are prefetched ahead
+inline constexpr std::uint32_t kPrefetchMinLen = 512;  // ... in bursts whose first frame is this long
 
 // What one forwarding lcore's pipeline tells the others when the switch runs several (each with
 // a pipeline of its own, switch/dpdk): a station its FDB learned, or a worker that joined one of
@@ -138,9 +139,13 @@ public:
         if (n == 0) return;
         RxTally tally;
         PortCounters& port_rx = ports_[in]->rx;
-        for (std::uint32_t i = 0; i < n && i < kPrefetchAhead; ++i) Io::prefetch(pkts[i]);
+        // Prefetching pays only where the burst's frames are large enough that the PMD's copies of
+        // them push the first ones out of L1 before they are forwarded; for small frames it is
+        // only a dependent load of the mbuf per frame (pcap64 1.056x without, grad1k 0.985x).
+        const std::uint32_t ahead = Io::pkt_len(pkts[0]) >= kPrefetchMinLen ? kPrefetchAhead : 0;
+        for (std::uint32_t i = 0; i < n && i < ahead; ++i) Io::prefetch(pkts[i]);
         forward_pass(n, now, true, [&](std::uint32_t i, PacketMeta& meta) __attribute__((always_inline)) {
-            if (i + kPrefetchAhead < n) Io::prefetch(pkts[i + kPrefetchAhead]);
+            if (i + ahead < n && ahead != 0) Io::prefetch(pkts[i + ahead]);
             classify_frame<Io>(pkts[i], in, cfg_.udp_port, port_rx, rx, meta, tally);
             return pkts[i];
         });
