@@ -27,7 +27,7 @@ expect_error() {  # expect_error NAME SED_EXPRESSION MESSAGE_PART
     grep -qF -- "$3" "$out/$1.log" || { cat "$out/$1.log" >&2; fail "$1: message does not say '$3'"; }
 }
 expect_error merged_steps 's/merged_steps: per_contribution   # overrides/merged_steps: twice   # overrides/' \
-    "clusters[1].merged_steps: '' (keep the config file's), one or per_contribution, got 'twice'"
+    "clusters[1].merged_steps: '' (keep the config file's), one, per_contribution or sqrt, got 'twice'"
 expect_error unknown_key 's/^seeds:/seedz:/' "seedz: unknown key"
 expect_error chunk_elems 's/    chunk_elems: 256/    chunk_elems: 9000/' "clusters[0].chunk_elems: 0 (keep the config file's) or 1..2048 (above 356 the rack runs at MTU 9000), got 9000"
 expect_error learners 's/^seeds:/learners: pooled\nseeds:/' "learners: per_cluster or shared, got 'pooled'"
