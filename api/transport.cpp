@@ -339,6 +339,9 @@ WorkerCounters WorkerTransport::counters() const {
     w.credit_messages = s.credit_messages;
     w.credits_received = s.credits_received;
     w.credits_excess = s.credits_excess;
+    w.credits_banked = s.credits_banked;
+    w.chunks_prepaid = s.chunks_prepaid;
+    w.banked = impl_->sender.banked();
     w.ce_echoes = s.marks_echoed;
     w.feedback_received = s.feedback_received;
     w.feedback_reductions = s.feedback_reductions;

@@ -41,6 +41,7 @@ struct TransportConfig {
     std::uint32_t merge_version_gap = UINT32_MAX;
     bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
     double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)
+    bool bank_excess = false;  // keep credit units that find nothing in flight (SenderConfig::bank_excess)
 };
 
 // How the learner applies a merged chunk of k contributions (the switch delivers their sum).

@@ -43,7 +43,8 @@ py::dict worker_counters(const shesha::WorkerCounters& c) {
     SHESHA_FIELD(updates_offered); SHESHA_FIELD(updates_rejected); SHESHA_FIELD(chunks_queued);
     SHESHA_FIELD(chunks_sent); SHESHA_FIELD(contributions_sent); SHESHA_FIELD(sender_merges);
     SHESHA_FIELD(chunks_dropped_overflow); SHESHA_FIELD(chunks_replaced_stale); SHESHA_FIELD(credit_messages);
-    SHESHA_FIELD(credits_received); SHESHA_FIELD(credits_excess); SHESHA_FIELD(ce_echoes);
+    SHESHA_FIELD(credits_received); SHESHA_FIELD(credits_excess); SHESHA_FIELD(credits_banked);
+    SHESHA_FIELD(chunks_prepaid); SHESHA_FIELD(banked); SHESHA_FIELD(ce_echoes);
     SHESHA_FIELD(feedback_received); SHESHA_FIELD(feedback_reductions); SHESHA_FIELD(feedback_ignored);
     SHESHA_FIELD(round_reductions); SHESHA_FIELD(round_increases); SHESHA_FIELD(credit_timeouts);
     SHESHA_FIELD(chunks_presumed_lost); SHESHA_FIELD(window); SHESHA_FIELD(alpha); SHESHA_FIELD(in_flight);

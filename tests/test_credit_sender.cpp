@@ -956,3 +956,137 @@ TEST_CASE("acked_seq: a waiting chunk keeps its first seq, so an acknowledgement
     CHECK(t.in_flight() == 3);
     CHECK(t.counters().chunks_acked_past == 0);
 }
+
+namespace {
+// chunks_sent = units credited (received, minus excess, minus units still kept) + presumed lost + in flight.
+bool accounted(const CreditSender& s) {
+    const SenderCounters& k = s.counters();
+    return k.chunks_sent == k.credits_received - k.credits_excess - s.banked() + k.chunks_presumed_lost + s.in_flight();
+}
+}  // namespace
+
+TEST_CASE("bank_excess: units that find nothing in flight are kept up to the window, then spent on chunks that find it full") {
+    SenderConfig c = small_config();
+    c.bank_excess = true;
+    c.additive_increase = 0;  // the window stays 4
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 4);
+    s.on_credit(credit(4), 0, 10);
+    CHECK(s.in_flight() == 0);
+    s.on_credit(credit(3), 0, 11);  // three units for chunks this worker does not have in flight
+    CHECK(s.banked() == 3);
+    CHECK(s.counters().credits_banked == 3);
+    CHECK(s.counters().credits_excess == 0);
+    CHECK(s.credits_available() == 7);
+    CHECK(send_burst(s, 12) == 7);  // 4 into flight, 3 more on the kept units
+    CHECK(s.in_flight() == 4);
+    CHECK(s.banked() == 0);
+    CHECK(s.counters().chunks_prepaid == 3);
+    CHECK(accounted(s));
+    // More than the window's worth beyond the chunks in flight: 4 kept (the window), 2 dropped.
+    s.on_credit(credit(10), 0, 20);
+    CHECK(s.in_flight() == 0);
+    CHECK(s.banked() == 4);
+    CHECK(s.counters().credits_excess == 2);
+    CHECK(accounted(s));
+    // A cut trims the bank to the new window: FEEDBACK of a full queue halves the window to 2.
+    proto::FeedbackBody f;
+    f.mark_permille = 1000;
+    s.on_feedback(f, 30);
+    CHECK(s.window() == 2.0);
+    CHECK(s.banked() == 2);
+    CHECK(s.counters().credits_forfeited == 2);
+    CHECK(s.counters().credits_excess == 4);
+    CHECK(accounted(s));
+    // A credit timeout empties it: one chunk in flight, the learner falls silent.
+    CHECK(send_burst(s, 40) == 4);  // 2 into flight, 2 on kept units
+    s.on_credit(credit(2), 0, 50);
+    s.on_credit(credit(1), 0, 51);
+    CHECK(s.banked() == 1);
+    CHECK(send_burst(s, 52) == 3);  // 2 into flight, 1 kept
+    s.on_credit(credit(1), 0, 53);  // one of them credited; nothing more comes
+    s.on_credit(credit(2), 0, 54);  // one unit for the last chunk in flight, one kept
+    CHECK(s.in_flight() == 0);
+    CHECK(s.banked() == 1);
+    CHECK(send_burst(s, 60) == 3);
+    CHECK(s.in_flight() == 2);
+    CHECK(s.banked() == 0);
+    s.on_credit(credit(3), 0, 70);  // two for the flight, one kept
+    CHECK(s.banked() == 1);
+    REQUIRE(s.next_to_send(80));    // into flight (the window has room): the kept unit stays
+    CHECK(s.in_flight() == 1);
+    CHECK(s.banked() == 1);
+    CHECK(s.on_timeout(80 + 200));
+    CHECK(s.banked() == 0);
+    CHECK(s.counters().chunks_presumed_lost == 1);
+    CHECK(s.counters().credits_forfeited == 3);
+    CHECK(accounted(s));
+}
+
+TEST_CASE("bank_excess: a pacing sender keeps nothing; off, units beyond the flight are dropped as before") {
+    SenderConfig c = small_config();
+    c.bank_excess = true;
+    c.w_init = c.w_min = 0.5;
+    CreditSender paced(c);
+    offer_ones(paced);
+    CHECK(send_burst(paced) == 1);
+    paced.on_credit(credit(3), 0, 100);
+    CHECK(paced.banked() == 0);
+    CHECK(paced.counters().credits_excess == 2);
+
+    SenderConfig d = small_config();
+    d.bank_excess = false;
+    d.additive_increase = 0;
+    CreditSender off(d);
+    offer_ones(off);
+    CHECK(send_burst(off) == 4);
+    off.on_credit(credit(7), 0, 10);
+    CHECK(off.banked() == 0);
+    CHECK(off.counters().credits_excess == 3);
+    CHECK(send_burst(off, 11) == 4);
+    CHECK(accounted(off));
+}
+
+TEST_CASE("bank_excess, closed loop: a merged chunk's unit spread to a worker with nothing in flight still pays for a chunk") {
+    // Three workers, window 2. Worker 22's chunk merges into worker 21's packet; the planner spreads
+    // the extra unit round robin, to worker 20 (nothing in flight), not to 22. Without the bank the
+    // unit is dropped and the cluster can send one chunk fewer until 22's credit timeout; with it,
+    // 20 sends that chunk.
+    for (const bool bank : {false, true}) {
+        SenderConfig c = small_config();
+        c.model_elems = 8;
+        c.chunk_elems = 1;
+        c.w_init = c.w_min = c.w_max = 2;
+        c.additive_increase = 0;
+        c.bank_excess = bank;
+        std::vector<CreditSender> senders;
+        const std::vector<std::uint32_t> ids{20, 21, 22};
+        for (std::uint32_t id : ids) {
+            c.worker_id = id;
+            senders.emplace_back(c);
+        }
+        CreditPlanner planner(kCluster, ids);
+        std::vector<CreditGrant> grants(planner.max_grants());
+        for (auto& s : senders) REQUIRE(s.offer_update(1, 1, pattern_gradient(s.layout(), 0)) == OfferResult::Ok);
+        auto named = senders[1].next_to_send(0);
+        auto contributor = senders[2].next_to_send(0);
+        REQUIRE(named);
+        REQUIRE(contributor);
+        proto::Header merged = named->header;
+        merged.contrib_count = 2;
+        merged.flags |= proto::flag::kMerged;
+        const std::size_t n = planner.plan(merged, 1, grants);
+        REQUIRE(n == 2);
+        CHECK(grants[0].worker_id == 21);
+        CHECK(grants[1].worker_id == 20);  // the round robin's first other worker, not the contributor
+        for (std::size_t g = 0; g < n; ++g) senders[grants[g].worker_id - 20].on_credit(grants[g].body, 0, 1);
+        CHECK(senders[2].in_flight() == 1);  // 22's merged chunk waits for a unit that went elsewhere
+        CHECK(senders[0].banked() == (bank ? 1u : 0u));
+        // What the cluster can send now: 20 and 21 their windows, 22 one; 20 one more with the bank.
+        std::uint32_t can_send = 0;
+        for (auto& s : senders) can_send += send_burst(s, 2);
+        CHECK(can_send == (bank ? 6u : 5u));
+        for (auto& s : senders) CHECK(accounted(s));
+    }
+}

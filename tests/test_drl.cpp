@@ -158,6 +158,10 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(aware.merge_aware);
     CHECK(aware.merge_floor == 8);
     CHECK(transport::validate(aware).empty());
+    CHECK(!sc.bank_excess);  // off unless the file asks (docs/transport.md, "Banked credit")
+    CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {bank_excess: true}\n", "m.yaml"), 1, 1, 100)
+              .bank_excess);
+    CHECK(error_of("env: CartPole-v1\ntransport: {bank_excess: 2}\n").find("transport.bank_excess") != std::string::npos);
     // A window below one chunk paces the sender (docs/transport.md).
     const transport::SenderConfig paced = drl::sender_config(
         drl::parse_cluster_config("env: CartPole-v1\ntransport: {w_min: 0.0625, w_init: 1}\n", "m.yaml"), 1, 1, 100);

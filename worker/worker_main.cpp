@@ -117,6 +117,9 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["credit"]["messages"] = c.credit_messages;
     j["credit"]["units"] = c.credits_received;
     j["credit"]["excess"] = c.credits_excess;
+    j["credit"]["banked"] = c.banked;           // kept units not yet spent (transport.bank_excess)
+    j["credit"]["banked_total"] = c.credits_banked;
+    j["credit"]["prepaid_chunks"] = c.chunks_prepaid;
     j["credit"]["marks_echoed"] = c.ce_echoes;
     j["credit"]["timeouts"] = c.credit_timeouts;
     j["credit"]["presumed_lost"] = c.chunks_presumed_lost;

@@ -110,7 +110,7 @@ OfferResult CreditSender::offer_update(std::uint32_t version, std::uint64_t ts_n
 
 std::uint32_t CreditSender::credits_available() const noexcept {
     const std::uint32_t w = usable_window();
-    return in_flight_ < w ? w - in_flight_ : 0;
+    return (in_flight_ < w ? w - in_flight_ : 0) + bank_;
 }
 
 bool CreditSender::is_pending(std::uint16_t chunk_index) const noexcept {
@@ -141,6 +141,16 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
     h.ts_latest_ns = s.ts_latest;
     out.elements = {storage_.data() + layout_.offset(k), h.elem_count};
 
+    ++c_.chunks_sent;
+    c_.contributions_sent += s.contrib_count;
+    if (in_flight_ >= usable_window()) {
+        // Spent a kept unit: the chunk is paid for, so it never enters flight (sent and retired).
+        --bank_;
+        ++c_.chunks_prepaid;
+        ++retired_total_;
+        ++round_credited_;
+        return out;
+    }
     if (in_flight_ == 0) last_progress_ns_ = now_ns;  // the timeout counts from the first chunk out
     last_send_ns_ = now_ns;
     ++in_flight_;
@@ -152,8 +162,6 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
         runs_[(runs_head_ + runs_count_) % n_runs] = FlightRun{s.seq, 1};
         ++runs_count_;
     }
-    ++c_.chunks_sent;
-    c_.contributions_sent += s.contrib_count;
     return out;
 }
 
@@ -170,7 +178,15 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
     c_.chunks_acked_past += past;
     c_.chunks_presumed_lost += past;
     const std::uint32_t applied = std::min(credit.credits, in_flight_);
-    c_.credits_excess += credit.credits - applied;
+    std::uint32_t excess = credit.credits - applied;
+    if (cfg_.bank_excess && excess != 0 && window_ >= 1.0) {
+        const std::uint32_t room = usable_window() > bank_ ? usable_window() - bank_ : 0;
+        const std::uint32_t kept = std::min(excess, room);
+        bank_ += kept;
+        c_.credits_banked += kept;
+        excess -= kept;
+    }
+    c_.credits_excess += excess;
     if (applied > 0 && in_flight_ == 1 && now_ns >= last_send_ns_) {
         // One chunk was in flight: its send-to-credit time is a clean round-trip sample.
         const std::uint64_t sample = now_ns - last_send_ns_;
@@ -230,6 +246,7 @@ bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
     // A progress time stamped after now (caller clocks race) is simply not expired yet.
     if (now_ns < last_progress_ns_ || now_ns - last_progress_ns_ < cfg_.credit_timeout_ns) return false;
     ++c_.credit_timeouts;
+    trim_bank(0);  // the learner fell silent: nothing kept from before counts
     c_.chunks_presumed_lost += in_flight_;
     retired_total_ += in_flight_;
     in_flight_ = 0;
@@ -253,7 +270,17 @@ double CreditSender::floor() const noexcept {
     return cfg_.merge_floor != 0 && merge_fraction() >= kMergeFloorFraction ? std::max(cfg_.w_min, cfg_.merge_floor) : cfg_.w_min;
 }
 
-void CreditSender::cut_window(double a) noexcept { window_ = std::max(floor(), window_ * (1.0 - a / 2.0)); }
+void CreditSender::cut_window(double a) noexcept {
+    window_ = std::max(floor(), window_ * (1.0 - a / 2.0));
+    trim_bank(window_ >= 1.0 ? usable_window() : 0);
+}
+
+void CreditSender::trim_bank(std::uint32_t limit) noexcept {
+    if (bank_ <= limit) return;
+    c_.credits_forfeited += bank_ - limit;
+    c_.credits_excess += bank_ - limit;
+    bank_ = limit;
+}
 
 void CreditSender::end_round() noexcept {
     ++c_.rounds;

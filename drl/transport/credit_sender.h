@@ -65,6 +65,14 @@ struct SenderConfig {
     // still queued when its own worker's later updates are acknowledged; the simulator's busy points
     // gain from it (shesha-sim transport.cumulative_ack).
     bool cumulative_ack = false;
+    // Credit units that arrive with nothing left in flight are kept (up to the usable window) and
+    // spent on the next chunks that find the window full, instead of dropped as excess. The learner
+    // spreads a merged packet's extra units over the cluster, not to its contributors (it cannot
+    // know them): a contributor keeps its merged chunk in flight while its unit lands at a worker
+    // with nothing in flight. Kept, that unit lets the cluster's credit stay whole (docs/transport.md,
+    // "Banked credit"). Not with pacing (window below 1); a window cut trims the bank to the new
+    // window, a credit timeout empties it.
+    bool bank_excess = false;
 };
 
 // Empty if the config is usable, else the first problem found.
@@ -94,7 +102,10 @@ struct SenderCounters {
     std::uint64_t contributions_sent = 0;  // sum of contrib_count over sent chunks
     std::uint64_t credit_messages = 0;
     std::uint64_t credits_received = 0;    // sum of CreditBody::credits
-    std::uint64_t credits_excess = 0;      // credit units beyond the chunks in flight (ignored)
+    std::uint64_t credits_excess = 0;      // credit units beyond the chunks in flight, not kept (ignored)
+    std::uint64_t credits_banked = 0;      // bank_excess: units beyond the chunks in flight, kept
+    std::uint64_t credits_forfeited = 0;   // of those, dropped from the bank later (cut, timeout)
+    std::uint64_t chunks_prepaid = 0;      // chunks sent on a kept unit: they never enter flight
     std::uint64_t marks_echoed = 0;        // CE marks reported by the learner (ce_count)
     std::uint64_t feedback_received = 0;
     std::uint64_t feedback_reductions = 0; // window cuts caused by FEEDBACK
@@ -106,7 +117,8 @@ struct SenderCounters {
     std::uint64_t credit_timeouts = 0;
     // Left flight without a credit unit: in flight when a credit timeout fired, or retired by a
     // CREDIT's acked_seq (chunks_acked_past), so that chunks_sent = credits_received - credits_excess
-    // + chunks_presumed_lost + in_flight() still holds.
+    // - banked() + chunks_presumed_lost + in_flight() still holds (units kept and later forfeited
+    // count in credits_excess; units spent count as credited).
     std::uint64_t chunks_presumed_lost = 0;
     // Of chunks_presumed_lost: retired by acked_seq, sent before a chunk of a later update that the
     // learner has seen (their CREDIT was lost, or its unit spread to another worker after a merge).
@@ -150,6 +162,7 @@ public:
     std::uint64_t srtt_ns() const noexcept { return srtt_ns_; }
     double alpha() const noexcept { return alpha_; }
     std::uint32_t in_flight() const noexcept { return in_flight_; }
+    std::uint32_t banked() const noexcept { return bank_; }  // bank_excess: kept units not yet spent
     std::uint32_t credits_available() const noexcept;
     std::uint32_t pending_chunks() const noexcept { return pending_count_; }
     bool is_pending(std::uint16_t chunk_index) const noexcept;
@@ -181,6 +194,7 @@ private:
     std::uint32_t retire_before(std::uint32_t acked_seq) noexcept;  // the oldest ones with seq before acked_seq
     void start_round() noexcept;
     void cut_window(double a) noexcept;
+    void trim_bank(std::uint32_t limit) noexcept;
     double merge_fraction() const noexcept;  // the latest FEEDBACK's merge_permille / 1000 (merge_aware)
     double floor() const noexcept;           // w_min, or the merge floor while the queue merges
 
@@ -195,6 +209,7 @@ private:
     double window_;
     double alpha_;
     std::uint32_t in_flight_ = 0;
+    std::uint32_t bank_ = 0;  // bank_excess: credit units kept for chunks that find the window full
     // The chunks in flight in send order, as runs of equal seq: seqs go out in non-decreasing order (a
     // waiting chunk keeps its first seq and its place), so a cumulative acknowledgement retires a
     // prefix. The runs hold in_flight_ chunks in all. Fixed capacity, allocated at construction

@@ -95,5 +95,5 @@ finish_workers() {
 worker_accounting() {
     local f=$WORK/w$1.json
     check "worker $1: chunks sent = credited + presumed lost by timeouts + still in flight" \
-        "j('$f', 'chunks.sent') == j('$f', 'credit.units') - j('$f', 'credit.excess') + j('$f', 'credit.presumed_lost') + j('$f', 'window.in_flight')"
+        "j('$f', 'chunks.sent') == j('$f', 'credit.units') - j('$f', 'credit.excess') - j('$f', 'credit.banked') + j('$f', 'credit.presumed_lost') + j('$f', 'window.in_flight')"
 }

@@ -73,6 +73,9 @@ ARMS["shipped"] = []
 # The shipped defaults with the senders' cumulative acknowledgement (docs/transport.md; off by default
 # since it raised the rack's AoM).
 ARMS["shipped+cumack"] = ["transport.cumulative_ack=true"]
+# The shipped defaults with the senders keeping credit units that find nothing in flight
+# (SenderConfig::bank_excess; docs/transport.md, "Banked credit").
+ARMS["shipped+bank"] = ["transport.bank_excess=true"]
 # The learner's credit priority (learner.credit_priority, on by default: CREDIT with IP TOS 0x10,
 # which the learner host's pfifo_fast send queue serves before MODEL; docs/transport.md) turned off,
 # for the shipped arm and for merging alone: the learner host's send queue is then one FIFO, as

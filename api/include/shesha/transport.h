@@ -48,12 +48,14 @@ struct WorkerCounters {
     std::uint64_t sender_merges = 0;            // chunks summed into a waiting one at the sender
     std::uint64_t chunks_dropped_overflow = 0, chunks_replaced_stale = 0;
     std::uint64_t credit_messages = 0, credits_received = 0, credits_excess = 0;
+    std::uint64_t credits_banked = 0, chunks_prepaid = 0;  // transport.bank_excess (docs/transport.md)
     std::uint64_t ce_echoes = 0;                // congestion marks echoed by the learner
     std::uint64_t feedback_received = 0, feedback_reductions = 0, feedback_ignored = 0;
     std::uint64_t round_reductions = 0, round_increases = 0;
     std::uint64_t credit_timeouts = 0, chunks_presumed_lost = 0;
     double window = 0, alpha = 0;
     std::uint32_t in_flight = 0, pending_chunks = 0;
+    std::uint32_t banked = 0;                   // credit units kept, not yet spent (bank_excess)
     // Receiving.
     std::uint64_t datagrams = 0, decode_errors = 0, foreign = 0, unexpected = 0;
     std::uint64_t marks_ignored = 0;            // congestion_control off: echoes not acted on
