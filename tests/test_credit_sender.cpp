@@ -1090,3 +1090,35 @@ TEST_CASE("bank_excess, closed loop: a merged chunk's unit spread to a worker wi
         for (auto& s : senders) CHECK(accounted(s));
     }
 }
+
+TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, even while credits arrive") {
+    CHECK(SenderConfig{}.flight_expiry_ns == 0);  // off unless asked for (a diagnostic, docs/queue.md)
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 1;
+    c.w_init = c.w_max = 8;
+    c.additive_increase = 0;
+    c.credit_timeout_ns = 1000;
+    c.flight_expiry_ns = 300;
+    CreditSender s(c);
+    std::vector<float> g(4, 1.0f);
+    REQUIRE(s.offer_update(1, 0, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 0) == 4);    // update 1: one run sent at 0
+    REQUIRE(s.offer_update(1, 100, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 100) == 4);  // update 2: a run sent at 100
+    s.on_credit(credit(1), 0, 250);  // a unit arrives: the oldest chunk of update 1 leaves flight
+    CHECK(s.in_flight() == 7);
+    CHECK_FALSE(s.on_timeout(299));  // nothing out for 300 yet
+    CHECK(s.in_flight() == 7);
+    CHECK_FALSE(s.on_timeout(300));  // update 1's other three: out since 0; credits came, so no timeout
+    CHECK(s.in_flight() == 4);
+    CHECK(s.counters().chunks_expired == 3);
+    CHECK(s.counters().chunks_presumed_lost == 3);
+    CHECK(s.counters().credit_timeouts == 0);
+    CHECK(accounted(s));
+    s.on_credit(credit(1), 0, 350);
+    CHECK_FALSE(s.on_timeout(400));  // update 2's run: out since 100
+    CHECK(s.in_flight() == 0);
+    CHECK(s.counters().chunks_expired == 6);
+    CHECK(accounted(s));
+}

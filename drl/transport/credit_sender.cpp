@@ -159,7 +159,7 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
     if (last != nullptr && (last->seq == s.seq || runs_count_ == n_runs)) {
         ++last->count;  // same update (or no run left: acknowledged with the last run, a little early)
     } else {
-        runs_[(runs_head_ + runs_count_) % n_runs] = FlightRun{s.seq, 1};
+        runs_[(runs_head_ + runs_count_) % n_runs] = FlightRun{s.seq, 1, now_ns};
         ++runs_count_;
     }
     return out;
@@ -242,6 +242,20 @@ void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_
 }
 
 bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
+    if (cfg_.flight_expiry_ns != 0) {
+        std::uint32_t n = 0;
+        while (runs_count_ != 0 && now_ns >= runs_[runs_head_].sent_ns &&
+               now_ns - runs_[runs_head_].sent_ns >= cfg_.flight_expiry_ns) {
+            n += runs_[runs_head_].count;
+            runs_head_ = (runs_head_ + 1) % static_cast<std::uint32_t>(runs_.size());
+            --runs_count_;
+        }
+        n = std::min(n, in_flight_);
+        in_flight_ -= n;
+        retired_total_ += n;
+        c_.chunks_expired += n;
+        c_.chunks_presumed_lost += n;
+    }
     if (cfg_.credit_timeout_ns == 0 || in_flight_ == 0) return false;
     // A progress time stamped after now (caller clocks race) is simply not expired yet.
     if (now_ns < last_progress_ns_ || now_ns - last_progress_ns_ < cfg_.credit_timeout_ns) return false;

@@ -73,6 +73,11 @@ struct SenderConfig {
     // "Banked credit"). Not with pacing (window below 1); a window cut trims the bank to the new
     // window, a credit timeout empties it.
     bool bank_excess = false;
+    // The oldest chunk in flight is presumed to have left flight once it has been out this long
+    // (0: never), even while other credits keep arriving: its unit most likely went to another
+    // worker after an in-network merge. Checked by on_timeout(). Off by default; a diagnostic of the
+    // credit leak in shesha-sim (transport.flight_expiry_us; docs/queue.md, "Where the goal stands").
+    std::uint64_t flight_expiry_ns = 0;
 };
 
 // Empty if the config is usable, else the first problem found.
@@ -123,6 +128,8 @@ struct SenderCounters {
     // Of chunks_presumed_lost: retired by acked_seq, sent before a chunk of a later update that the
     // learner has seen (their CREDIT was lost, or its unit spread to another worker after a merge).
     std::uint64_t chunks_acked_past = 0;
+    // Of chunks_presumed_lost: retired by flight_expiry_ns, in flight longer than that.
+    std::uint64_t chunks_expired = 0;
 };
 
 class CreditSender {
@@ -152,7 +159,8 @@ public:
 
     // Call periodically. If chunks are in flight and no credit came for credit_timeout_ns, they
     // are presumed lost (or credited to another worker after an in-network merge): in_flight
-    // drops to 0 so the window opens again. Returns true if the timeout fired.
+    // drops to 0 so the window opens again. Returns true if the timeout fired. With
+    // flight_expiry_ns, the runs of chunks sent longer ago than that leave flight first.
     bool on_timeout(std::uint64_t now_ns) noexcept;
 
     // State, for the caller's sampling and for tests.
@@ -217,6 +225,7 @@ private:
     struct FlightRun {
         std::uint32_t seq = 0;
         std::uint32_t count = 0;
+        std::uint64_t sent_ns = 0;  // when its first chunk went out
     };
     std::vector<FlightRun> runs_;
     std::uint32_t runs_head_ = 0;

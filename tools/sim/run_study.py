@@ -76,6 +76,11 @@ ARMS["shipped+cumack"] = ["transport.cumulative_ack=true"]
 # The shipped defaults with the senders keeping credit units that find nothing in flight
 # (SenderConfig::bank_excess; docs/transport.md, "Banked credit").
 ARMS["shipped+bank"] = ["transport.bank_excess=true"]
+# A diagnostic of the credit leak: the oldest chunk in flight leaves flight after 250 us (or 1 ms)
+# even while other credits arrive (SenderConfig::flight_expiry_ns; docs/queue.md).
+ARMS["shipped+expiry"] = ["transport.flight_expiry_us=250"]
+ARMS["shipped+expiry1ms"] = ["transport.flight_expiry_us=1000"]
+ARMS["shipped+bank+expiry"] = ["transport.bank_excess=true", "transport.flight_expiry_us=250"]
 # The learner's credit priority (learner.credit_priority, on by default: CREDIT with IP TOS 0x10,
 # which the learner host's pfifo_fast send queue serves before MODEL; docs/transport.md) turned off,
 # for the shipped arm and for merging alone: the learner host's send queue is then one FIFO, as

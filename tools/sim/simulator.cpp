@@ -753,6 +753,7 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg = drl::sender_config(T.cfg, cluster_of_worker, w, T.layout.model_elems);
                 cfg.cumulative_ack = sc.cumulative_ack;
                 if (sc.bank_excess) cfg.bank_excess = true;  // else the cluster YAML's transport.bank_excess
+                cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
                 if (!sc.window_control) {
                     cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                     cfg.credit_timeout_ns = 0;
@@ -765,6 +766,7 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.merge_floor = sc.merge_floor;
                 cfg.cumulative_ack = sc.cumulative_ack;
                 cfg.bank_excess = sc.bank_excess;
+                cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
                 cfg.credit_timeout_ns = to_ns(sc.credit_timeout_us * 1e3);
             } else {
                 // No window: every pending chunk goes out at once, whatever the credits say (a window
