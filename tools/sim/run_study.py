@@ -81,6 +81,9 @@ ARMS["shipped+bank"] = ["transport.bank_excess=true"]
 ARMS["shipped+expiry"] = ["transport.flight_expiry_us=250"]
 ARMS["shipped+expiry1ms"] = ["transport.flight_expiry_us=1000"]
 ARMS["shipped+bank+expiry"] = ["transport.bank_excess=true", "transport.flight_expiry_us=250"]
+# The shipped defaults with bounded-lag fair queues instead of DRR (queue.fair_lag, docs/queue.md).
+ARMS["shipped+lag"] = ["queue.fair=true", "queue.fair_lag=32"]
+ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport.flight_expiry_us=250"]
 # The learner's credit priority (learner.credit_priority, on by default: CREDIT with IP TOS 0x10,
 # which the learner host's pfifo_fast send queue serves before MODEL; docs/transport.md) turned off,
 # for the shipped arm and for merging alone: the learner host's send queue is then one FIFO, as
