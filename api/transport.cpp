@@ -101,7 +101,13 @@ struct WorkerTransport::Impl {
         if (o.model_elems == 0) throw Error("model_elems: expected the length of the flat parameter vector, got 0");
         transport::SenderConfig sc = drl::sender_config(cfg, o.cluster_id, o.worker_id, o.model_elems);
         sc.first_seq = drl::first_gradient_seq(clock::realtime_ns());
-        if (!o.congestion_control) sc.w_init = sc.w_max;
+        if (!o.congestion_control) {
+            // The FIFO baseline's sender: the window pinned open, and none of the credit loop's
+            // leak repairs (they belong to congestion control; docs/transport.md, "Banked credit").
+            sc.w_init = sc.w_max;
+            sc.bank_excess = false;
+            sc.flight_expiry_ns = 0;
+        }
         if (const std::string bad = transport::validate(sc); !bad.empty())
             throw Error(fmt::format("{}: transport: {}", o.config_path, bad));
         return sc;
@@ -349,6 +355,7 @@ WorkerCounters WorkerTransport::counters() const {
     w.round_increases = s.round_increases;
     w.credit_timeouts = s.credit_timeouts;
     w.chunks_presumed_lost = s.chunks_presumed_lost;
+    w.chunks_expired = s.chunks_expired;
     w.window = impl_->sender.window();
     w.alpha = impl_->sender.alpha();
     w.in_flight = impl_->sender.in_flight();

@@ -91,7 +91,7 @@ void read_optimizer(const Reader& r, const Value& v, rl::OptimizerConfig& o) {
 void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     const MapView map = r.map(v, {"chunk_elems", "w_init", "w_min", "w_max", "additive_increase", "gain",
                                   "alpha_init", "credit_timeout_ms", "merge_version_gap", "merge_aware", "merge_floor",
-                                  "bank_excess"});
+                                  "bank_excess", "flight_expiry_ms"});
     if (auto x = map.get("chunk_elems")) t.chunk_elems = static_cast<std::uint32_t>(r.uint(*x, 1, proto::kMaxElements));
     // Below 1 the sender paces: one chunk in flight, the next (1/W - 1) round trips after its credit.
     if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0 / 1024, 65535.0);
@@ -124,6 +124,7 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     if (auto x = map.get("merge_version_gap")) t.merge_version_gap = static_cast<std::uint32_t>(r.uint(*x, 0, UINT32_MAX));
     if (auto x = map.get("merge_aware")) t.merge_aware = r.boolean(*x);
     if (auto x = map.get("bank_excess")) t.bank_excess = r.boolean(*x);
+    if (auto x = map.get("flight_expiry_ms")) t.flight_expiry_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
     if (auto x = map.get("merge_floor")) {
         t.merge_floor = r.number(*x, 0.0, 65535.0);
         if (t.merge_floor != 0 && !t.merge_aware) r.fail(*x, "merge_floor needs transport.merge_aware: true");
@@ -270,6 +271,7 @@ transport::SenderConfig sender_config(const ClusterConfig& c, std::uint16_t clus
     s.merge_version_gap = c.transport.merge_version_gap;
     s.merge_aware = c.transport.merge_aware;
     s.bank_excess = c.transport.bank_excess;
+    s.flight_expiry_ns = std::uint64_t{c.transport.flight_expiry_ms} * 1'000'000;
     s.merge_floor = c.transport.merge_floor;
     return s;
 }

@@ -42,6 +42,7 @@ struct TransportConfig {
     bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
     double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)
     bool bank_excess = false;  // keep credit units that find nothing in flight (SenderConfig::bank_excess)
+    std::uint32_t flight_expiry_ms = 0;  // SenderConfig::flight_expiry_ns (0: off)
 };
 
 // How the learner applies a merged chunk of k contributions (the switch delivers their sum).

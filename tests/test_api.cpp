@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -63,6 +64,19 @@ bool run_until(shesha::LearnerEndpoint& l, std::vector<shesha::WorkerTransport*>
         if (done()) return true;
     }
     return false;
+}
+
+// A bare UDP socket on a free loopback port, standing in for a learner; addr gets its address.
+int bound_loopback_socket(sockaddr_in& addr) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    addr = sockaddr_in{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    return fd;
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -236,14 +250,8 @@ TEST_CASE("api: with model_delivery replicated the learner sends publishes once 
 
 TEST_CASE("api: a worker's first GRADIENT seq is its start time in microseconds, so a restart continues ahead") {
     // A bare UDP socket stands in for the learner: it reads the seq (header bytes 16..19).
-    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    REQUIRE(fd >= 0);
     sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const int fd = bound_loopback_socket(addr);
     const std::string config = write_config("shesha-test-api-seq.yaml");
     const auto now_us = [] {
         return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -275,6 +283,39 @@ TEST_CASE("api: a worker's first GRADIENT seq is its start time in microseconds,
     // The same worker id started again: its seqs continue ahead of the first one's.
     const std::uint32_t second = first_seq_of_a_new_worker();
     CHECK(static_cast<std::int32_t>(second - first) > 0);
+    ::close(fd);
+    std::filesystem::remove(config);
+}
+
+TEST_CASE("api: transport.flight_expiry_ms retires the chunks of a silent learner; a worker without congestion control keeps them") {
+    // A learner that never answers: a bound UDP socket nobody reads.
+    sockaddr_in addr{};
+    const int fd = bound_loopback_socket(addr);
+    // Chunks expire after 1 ms; the credit timeout (10 s) never fires within the test.
+    const std::string config = write_config("shesha-test-api-expiry.yaml",
+                                            "w_init: 64, w_max: 64, credit_timeout_ms: 10000, flight_expiry_ms: 1");
+    const auto poll_for = [](shesha::WorkerTransport& w, const std::function<bool()>& done, int ms) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+        while (std::chrono::steady_clock::now() < end) {
+            w.poll(1);
+            if (done()) return true;
+        }
+        return false;
+    };
+    shesha::WorkerTransport on(worker_options(config, ntohs(addr.sin_port), 3));
+    on.send(1, std::vector<float>(10, 0.5F));
+    CHECK(on.counters().in_flight == 3);
+    REQUIRE(poll_for(on, [&] { return on.counters().chunks_expired == 3; }, 5000));
+    CHECK(on.counters().in_flight == 0);
+    CHECK(on.counters().chunks_presumed_lost == 3);
+    CHECK(on.counters().credit_timeouts == 0);
+
+    shesha::WorkerOptions fifo_options = worker_options(config, ntohs(addr.sin_port), 4);
+    fifo_options.congestion_control = false;  // the FIFO baseline: no leak repairs
+    shesha::WorkerTransport off(fifo_options);
+    off.send(1, std::vector<float>(10, 0.5F));
+    CHECK_FALSE(poll_for(off, [&] { return off.counters().chunks_expired != 0; }, 50));  // 50x the expiry
+    CHECK(off.counters().in_flight == 3);
     ::close(fd);
     std::filesystem::remove(config);
 }

@@ -162,6 +162,10 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {bank_excess: true}\n", "m.yaml"), 1, 1, 100)
               .bank_excess);
     CHECK(error_of("env: CartPole-v1\ntransport: {bank_excess: 2}\n").find("transport.bank_excess") != std::string::npos);
+    CHECK(sc.flight_expiry_ns == 0);
+    CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_ms: 50}\n", "m.yaml"), 1, 1, 100)
+              .flight_expiry_ns == 50'000'000);
+    CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_ms: -1}\n").find("transport.flight_expiry_ms") != std::string::npos);
     // A window below one chunk paces the sender (docs/transport.md).
     const transport::SenderConfig paced = drl::sender_config(
         drl::parse_cluster_config("env: CartPole-v1\ntransport: {w_min: 0.0625, w_init: 1}\n", "m.yaml"), 1, 1, 100);

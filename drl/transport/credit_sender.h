@@ -75,8 +75,9 @@ struct SenderConfig {
     bool bank_excess = false;
     // The oldest chunk in flight is presumed to have left flight once it has been out this long
     // (0: never), even while other credits keep arriving: its unit most likely went to another
-    // worker after an in-network merge. Checked by on_timeout(). Off by default; a diagnostic of the
-    // credit leak in shesha-sim (transport.flight_expiry_us; docs/queue.md, "Where the goal stands").
+    // worker after an in-network merge. Checked by on_timeout(). Off by default (YAML
+    // transport.flight_expiry_ms, shesha-sim transport.flight_expiry_us; docs/transport.md, "Banked
+    // credit"): it repays the leak the simulator's study measures, and was level and idle on the rack.
     std::uint64_t flight_expiry_ns = 0;
 };
 

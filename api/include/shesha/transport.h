@@ -53,6 +53,7 @@ struct WorkerCounters {
     std::uint64_t feedback_received = 0, feedback_reductions = 0, feedback_ignored = 0;
     std::uint64_t round_reductions = 0, round_increases = 0;
     std::uint64_t credit_timeouts = 0, chunks_presumed_lost = 0;
+    std::uint64_t chunks_expired = 0;           // of chunks_presumed_lost: by transport.flight_expiry_ms
     double window = 0, alpha = 0;
     std::uint32_t in_flight = 0, pending_chunks = 0;
     std::uint32_t banked = 0;                   // credit units kept, not yet spent (bank_excess)
