@@ -242,15 +242,8 @@ void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_
 }
 
 bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
-    if (cfg_.flight_expiry_ns != 0) {
-        std::uint32_t n = 0;
-        while (runs_count_ != 0 && now_ns >= runs_[runs_head_].sent_ns &&
-               now_ns - runs_[runs_head_].sent_ns >= cfg_.flight_expiry_ns) {
-            n += runs_[runs_head_].count;
-            runs_head_ = (runs_head_ + 1) % static_cast<std::uint32_t>(runs_.size());
-            --runs_count_;
-        }
-        n = std::min(n, in_flight_);
+    if (cfg_.flight_expiry_ns != 0 && now_ns >= cfg_.flight_expiry_ns) {
+        const std::uint32_t n = retire_sent_before(now_ns - cfg_.flight_expiry_ns + 1);
         in_flight_ -= n;
         retired_total_ += n;
         c_.chunks_expired += n;
@@ -334,15 +327,24 @@ void CreditSender::retire_oldest(std::uint32_t n) noexcept {
     }
 }
 
-std::uint32_t CreditSender::retire_before(std::uint32_t acked_seq) noexcept {
-    // Serial-number order (RFC 1982), as acked_seq_ is kept; stops at the first run not before it.
+template <typename Leaves>
+std::uint32_t CreditSender::retire_runs_while(Leaves leaves) noexcept {
     std::uint32_t n = 0;
-    while (runs_count_ != 0 && static_cast<std::int32_t>(acked_seq - runs_[runs_head_].seq) > 0) {
+    while (runs_count_ != 0 && leaves(runs_[runs_head_])) {
         n += runs_[runs_head_].count;
         runs_head_ = (runs_head_ + 1) % static_cast<std::uint32_t>(runs_.size());
         --runs_count_;
     }
     return n;
+}
+
+std::uint32_t CreditSender::retire_before(std::uint32_t acked_seq) noexcept {
+    // Serial-number order (RFC 1982), as acked_seq_ is kept; stops at the first run not before it.
+    return retire_runs_while([&](const FlightRun& r) { return static_cast<std::int32_t>(acked_seq - r.seq) > 0; });
+}
+
+std::uint32_t CreditSender::retire_sent_before(std::uint64_t ns) noexcept {
+    return retire_runs_while([&](const FlightRun& r) { return r.sent_ns < ns; });
 }
 
 void CreditSender::start_round() noexcept {

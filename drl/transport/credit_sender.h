@@ -201,6 +201,10 @@ private:
     void end_round() noexcept;
     void retire_oldest(std::uint32_t n) noexcept;                 // the n oldest chunks in flight left it
     std::uint32_t retire_before(std::uint32_t acked_seq) noexcept;  // the oldest ones with seq before acked_seq
+    std::uint32_t retire_sent_before(std::uint64_t ns) noexcept;    // the oldest runs sent before ns
+    // Pops the oldest runs while leaves(run) holds; returns the chunks they held.
+    template <typename Leaves>
+    std::uint32_t retire_runs_while(Leaves leaves) noexcept;
     void start_round() noexcept;
     void cut_window(double a) noexcept;
     void trim_bank(std::uint32_t limit) noexcept;

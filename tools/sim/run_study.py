@@ -80,7 +80,6 @@ ARMS["shipped+bank"] = ["transport.bank_excess=true"]
 # even while other credits arrive (SenderConfig::flight_expiry_ns; docs/queue.md).
 ARMS["shipped+expiry"] = ["transport.flight_expiry_us=250"]
 ARMS["shipped+expiry1ms"] = ["transport.flight_expiry_us=1000"]
-ARMS["shipped+bank+expiry"] = ["transport.bank_excess=true", "transport.flight_expiry_us=250"]
 # The shipped defaults with bounded-lag fair queues instead of DRR (queue.fair_lag, docs/queue.md).
 ARMS["shipped+lag"] = ["queue.fair=true", "queue.fair_lag=32"]
 ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport.flight_expiry_us=250"]

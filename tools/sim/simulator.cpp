@@ -752,11 +752,15 @@ struct Simulator::Impl final : FeedbackSink {
                 const TrainCluster& T = tclusters[cluster_of_worker];
                 cfg = drl::sender_config(T.cfg, cluster_of_worker, w, T.layout.model_elems);
                 cfg.cumulative_ack = sc.cumulative_ack;
-                if (sc.bank_excess) cfg.bank_excess = true;  // else the cluster YAML's transport.bank_excess
-                cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
+                // Else the cluster YAML's transport.bank_excess and flight_expiry_ms.
+                if (sc.bank_excess) cfg.bank_excess = true;
+                if (sc.flight_expiry_us > 0) cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
                 if (!sc.window_control) {
+                    // As shesha-worker --congestion-control off: no window and no leak repairs.
                     cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                     cfg.credit_timeout_ns = 0;
+                    cfg.bank_excess = false;
+                    cfg.flight_expiry_ns = 0;
                 }
             } else if (sc.window_control) {
                 cfg.w_init = sc.w_init;
