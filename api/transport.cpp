@@ -107,6 +107,7 @@ struct WorkerTransport::Impl {
             sc.w_init = sc.w_max;
             sc.bank_excess = false;
             sc.flight_expiry_ns = 0;
+            sc.flight_expiry_rtts = 0;
         }
         if (const std::string bad = transport::validate(sc); !bad.empty())
             throw Error(fmt::format("{}: transport: {}", o.config_path, bad));
@@ -356,6 +357,8 @@ WorkerCounters WorkerTransport::counters() const {
     w.credit_timeouts = s.credit_timeouts;
     w.chunks_presumed_lost = s.chunks_presumed_lost;
     w.chunks_expired = s.chunks_expired;
+    w.min_flight_ns = impl_->sender.min_flight_ns();
+    w.flight_expiry_ns = impl_->sender.flight_expiry_ns();
     w.window = impl_->sender.window();
     w.alpha = impl_->sender.alpha();
     w.in_flight = impl_->sender.in_flight();

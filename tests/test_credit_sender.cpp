@@ -321,6 +321,7 @@ TEST_CASE("credit timeout forgets the chunks in flight so the window reopens") {
     c.w_init = 2;
     c.additive_increase = 0;
     c.credit_timeout_ns = 200;
+    c.flight_expiry_rtts = 0;  // the timeout alone
     CreditSender s(c);
     offer_ones(s);
     CHECK_FALSE(s.on_timeout(1000));  // nothing in flight: nothing to time out
@@ -969,6 +970,7 @@ TEST_CASE("bank_excess: units that find nothing in flight are kept up to the win
     SenderConfig c = small_config();
     c.bank_excess = true;
     c.additive_increase = 0;  // the window stays 4
+    c.flight_expiry_rtts = 0;  // the credit timeout empties the bank below, not an expiry before it
     CreditSender s(c);
     offer_ones(s);
     CHECK(send_burst(s) == 4);
@@ -1121,4 +1123,80 @@ TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, 
     CHECK(s.in_flight() == 0);
     CHECK(s.counters().chunks_expired == 6);
     CHECK(accounted(s));
+}
+
+TEST_CASE("flight_expiry_rtts: chunks out longer than that many shortest flights leave flight; none before a sample") {
+    CHECK(SenderConfig{}.flight_expiry_rtts == 2.0);  // on by default (docs/transport.md, "Flight expiry")
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 1;
+    c.w_init = c.w_max = 8;
+    c.additive_increase = 0;
+    c.credit_timeout_ns = 0;
+    CreditSender s(c);
+    std::vector<float> g(4, 1.0f);
+    REQUIRE(s.offer_update(1, 0, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 0) == 4);       // update 1: sent at 0
+    CHECK_FALSE(s.on_timeout(1'000'000));
+    CHECK(s.in_flight() == 4);          // no flight measured yet: nothing expires, however long
+    CHECK(s.flight_expiry_ns() == 0);
+    s.on_credit(credit(1), 0, 1'000'100);  // the first sample: the oldest chunk was out 1,000,100 ns
+    CHECK(s.min_flight_ns() == 1'000'100);
+    s.on_credit(credit(3), 0, 1'000'200);
+    CHECK(s.in_flight() == 0);
+    REQUIRE(s.offer_update(1, 2'000'000, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 2'000'000) == 4);  // update 2: sent at 2 ms
+    s.on_credit(credit(1), 0, 2'000'100);  // a quick one: 100 ns
+    CHECK(s.min_flight_ns() == 100);
+    CHECK(s.flight_expiry_ns() == 200);
+    CHECK_FALSE(s.on_timeout(2'000'199));  // out 199 ns: not yet
+    CHECK(s.in_flight() == 3);
+    CHECK_FALSE(s.on_timeout(2'000'200));  // out 200 ns = 2 x the shortest flight: the other three leave
+    CHECK(s.in_flight() == 0);
+    CHECK(s.counters().chunks_expired == 3);
+    CHECK(s.counters().chunks_presumed_lost == 3);
+    CHECK(accounted(s));
+    // The minimum is windowed: 10-20 s later a slower path's flights set it.
+    REQUIRE(s.offer_update(1, 11'000'000'000, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 11'000'000'000) == 4);
+    s.on_credit(credit(1), 0, 11'000'005'000);  // a new window: 5 us; the old window's 100 ns still counts
+    CHECK(s.min_flight_ns() == 100);
+    s.on_credit(credit(3), 0, 11'000'006'000);
+    REQUIRE(s.offer_update(1, 22'000'000'000, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 22'000'000'000) == 4);
+    s.on_credit(credit(4), 0, 22'000'007'000);  // the next window: 7 us; the 100 ns window is gone
+    CHECK(s.min_flight_ns() == 5'000);
+    CHECK(s.flight_expiry_ns() == 10'000);
+    CHECK(accounted(s));
+}
+
+TEST_CASE("flight_expiry_rtts: 0 turns it off; a fixed flight_expiry_ns takes precedence; bad values are refused") {
+    SenderConfig c = small_config();
+    c.model_elems = 4;
+    c.chunk_elems = 1;
+    c.w_init = c.w_max = 8;
+    c.credit_timeout_ns = 0;
+    c.flight_expiry_rtts = 0;
+    {
+        CreditSender s(c);
+        std::vector<float> g(4, 1.0f);
+        REQUIRE(s.offer_update(1, 0, g) == OfferResult::Ok);
+        CHECK(send_burst(s, 0) == 4);
+        s.on_credit(credit(1), 0, 100);
+        CHECK(s.min_flight_ns() == 100);  // still measured, for the worker's report
+        CHECK(s.flight_expiry_ns() == 0);
+        CHECK_FALSE(s.on_timeout(1'000'000'000));
+        CHECK(s.in_flight() == 3);
+        CHECK(s.counters().chunks_expired == 0);
+    }
+    c.flight_expiry_rtts = 2;
+    c.flight_expiry_ns = 5'000;
+    CHECK(CreditSender(c).flight_expiry_ns() == 5'000);
+    c.flight_expiry_ns = 0;
+    for (double bad : {-1.0, 0.5, 1001.0, std::nan("")}) {
+        c.flight_expiry_rtts = bad;
+        CHECK_THAT(validate(c), Catch::Contains("flight_expiry_rtts"));
+    }
+    c.flight_expiry_rtts = 1;
+    CHECK(validate(c).empty());
 }

@@ -213,6 +213,10 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("transport: {merge_aware: true, merge_floor: 100}\n"), Catch::Contains("transport.merge_floor must be"));
     CHECK_THAT(error_of("transport: {merge_floor: -1}\n"), Catch::Contains("'transport.merge_floor'"));
     CHECK(load_scenario("transport: {merge_aware: true, merge_floor: 32}\n", "f.yaml").merge_floor == 32);
+    CHECK_THAT(error_of("transport: {flight_expiry_rtts: 0.5}\n"), Catch::Contains("transport.flight_expiry_rtts must be 0 (off) or at least 1"));
+    CHECK_THAT(error_of("transport: {flight_expiry_rtts: -2}\n"), Catch::Contains("'transport.flight_expiry_rtts'"));
+    CHECK(load_scenario("transport: {flight_expiry_rtts: 3}\n", "f.yaml").flight_expiry_rtts == 3);
+    CHECK(load_scenario("", "f.yaml").flight_expiry_rtts == -1);  // unset: the sender's 2, or the cluster YAML's
     CHECK_THAT(error_of("queue: {fair: false, fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
     // queue.fair: auto (the default) is on with aggregation and two or more clusters, as the switch's scheduling: auto.
     CHECK_THAT(error_of("workload: {clusters: 1}\nqueue: {fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
@@ -327,6 +331,7 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
         CHECK(r->chunks_sent == 6);
         CHECK(r->contributions_applied == 6);
         CHECK(r->staleness_max == 0);          // computed on version 1, applied while 1 was current
+        CHECK(r->staleness_at_generation_mean == 0);
         // Up: 6 GRADIENTs and 3 requests; down: 6 CREDITs (one per chunk, to its sender) and MODEL.
         CHECK(m.up_bytes == 6 * kChunk + 3 * kRequest);
         CHECK(m.down_credit_bytes == 6 * kCredit);
@@ -357,6 +362,34 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
     const Summary one = run(none);
     CHECK(one.model.down_bytes == 0);
     CHECK(one.model.up_bytes == 6 * kChunk);
+}
+
+TEST_CASE("staleness splits into versions behind at generation and versions published during the trip") {
+    // The scaling study's 16 shared clusters of 32 workers (run_study.py) for 10 ms: unicast MODEL (one
+    // copy per worker) fills the 10 GbE port's downlink, so workers compute on late models;
+    // replicated MODEL (one copy per cluster) reaches them in time.
+    const auto scenario = [](const char* delivery) {
+        return load_scenario(fmt::format(
+            "seed: 3\nduration_ms: 10\n"
+            "topology: {{kind: tor, shared_bottleneck: true}}\n"
+            "workload: {{clusters: 16, workers_per_cluster: 32, chunks: 8, chunk_elems: 256, compute_us: 1000}}\n"
+            "links: {{host_gbps: 100, learner_gbps: 10, prop_ns: 500}}\n"
+            "queue: {{capacity_packets: 512, mark_depth_packets: 32}}\n"
+            "model: {{delivery: {}}}\n", delivery), "test");
+    };
+    const Summary uni = run(scenario("unicast"));
+    const Summary rep = run(scenario("replicated"));
+    for (const Summary* r : {&uni, &rep}) {
+        CHECK(r->staleness_mean > 0);
+        CHECK(r->staleness_at_generation_mean >= 0);
+        CHECK(r->staleness_at_generation_mean <= r->staleness_mean);  // the trip adds, never subtracts
+    }
+    CHECK(uni.model.learner_nic_drops > 0);  // MODEL lost at the learner host: workers keep old models
+    CHECK(uni.staleness_at_generation_mean > rep.staleness_at_generation_mean);
+    CHECK(uni.staleness_at_generation_mean > 0);
+    // One direction: no MODEL, so no split.
+    Scenario none = scenario("none");
+    CHECK(run(none).staleness_at_generation_mean == 0);
 }
 
 TEST_CASE("links.learner_down_gbps: the learner host's sends (MODEL, CREDIT) at their own rate, the learner port's egress at learner_gbps") {

@@ -123,7 +123,9 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["credit"]["marks_echoed"] = c.ce_echoes;
     j["credit"]["timeouts"] = c.credit_timeouts;
     j["credit"]["presumed_lost"] = c.chunks_presumed_lost;
-    j["credit"]["expired"] = c.chunks_expired;  // of those, by transport.flight_expiry_ms
+    j["credit"]["expired"] = c.chunks_expired;  // of those, by flight expiry (transport.flight_expiry_rtts)
+    j["credit"]["min_flight_us"] = static_cast<double>(c.min_flight_ns) / 1e3;
+    j["credit"]["flight_expiry_us"] = static_cast<double>(c.flight_expiry_ns) / 1e3;
     j["credit"]["feedback"] = c.feedback_received;
     j["credit"]["feedback_reductions"] = c.feedback_reductions;
     j["credit"]["round_reductions"] = c.round_reductions;

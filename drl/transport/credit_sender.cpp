@@ -35,6 +35,10 @@ std::string validate(const SenderConfig& cfg) {
     if (!finite(cfg.merge_floor) || (cfg.merge_floor != 0 && (cfg.merge_floor < cfg.w_min || cfg.merge_floor > cfg.w_max)))
         return "merge_floor must be 0 (off) or lie in [w_min, w_max]";
     if (cfg.merge_floor != 0 && !cfg.merge_aware) return "merge_floor needs merge_aware";
+    if (!finite(cfg.flight_expiry_rtts) || cfg.flight_expiry_rtts < 0 || cfg.flight_expiry_rtts > 1000)
+        return "flight_expiry_rtts must lie in [0, 1000] (0: off)";
+    if (cfg.flight_expiry_rtts != 0 && cfg.flight_expiry_rtts < 1)
+        return "flight_expiry_rtts must be 0 (off) or at least 1 (a chunk is never back sooner than the shortest flight)";
     return {};
 }
 
@@ -192,6 +196,10 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
         const std::uint64_t sample = now_ns - last_send_ns_;
         srtt_ns_ = srtt_ns_ == 0 ? sample : srtt_ns_ - srtt_ns_ / 8 + sample / 8;
     }
+    // The oldest chunk's flight: credits retire the oldest first, so after a quiet spell this is the
+    // chunk that was just credited; a leaked chunk only makes the sample longer, never shorter.
+    if (applied > 0 && runs_count_ != 0 && now_ns >= runs_[runs_head_].sent_ns)
+        note_flight(now_ns - runs_[runs_head_].sent_ns, now_ns);
     in_flight_ -= applied;
     retire_oldest(applied);
     retired_total_ += applied;
@@ -241,9 +249,30 @@ void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_
     ++c_.feedback_reductions;
 }
 
+void CreditSender::note_flight(std::uint64_t sample_ns, std::uint64_t now_ns) noexcept {
+    if (min_flight_current_ns_ == 0 || now_ns - min_flight_window_start_ns_ >= kMinFlightWindowNs) {
+        if (min_flight_current_ns_ != 0) min_flight_previous_ns_ = min_flight_current_ns_;
+        min_flight_current_ns_ = std::max<std::uint64_t>(sample_ns, 1);
+        min_flight_window_start_ns_ = now_ns;
+        return;
+    }
+    min_flight_current_ns_ = std::min(min_flight_current_ns_, std::max<std::uint64_t>(sample_ns, 1));
+}
+
+std::uint64_t CreditSender::min_flight_ns() const noexcept {
+    if (min_flight_previous_ns_ == 0) return min_flight_current_ns_;
+    return std::min(min_flight_previous_ns_, min_flight_current_ns_);
+}
+
+std::uint64_t CreditSender::flight_expiry_ns() const noexcept {
+    if (cfg_.flight_expiry_ns != 0) return cfg_.flight_expiry_ns;
+    if (cfg_.flight_expiry_rtts == 0) return 0;
+    return static_cast<std::uint64_t>(cfg_.flight_expiry_rtts * static_cast<double>(min_flight_ns()));
+}
+
 bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
-    if (cfg_.flight_expiry_ns != 0 && now_ns >= cfg_.flight_expiry_ns) {
-        const std::uint32_t n = retire_sent_before(now_ns - cfg_.flight_expiry_ns + 1);
+    if (const std::uint64_t expiry = flight_expiry_ns(); expiry != 0 && now_ns >= expiry) {
+        const std::uint32_t n = retire_sent_before(now_ns - expiry + 1);
         in_flight_ -= n;
         retired_total_ += n;
         c_.chunks_expired += n;

@@ -73,11 +73,15 @@ struct SenderConfig {
     // "Banked credit"). Not with pacing (window below 1); a window cut trims the bank to the new
     // window, a credit timeout empties it.
     bool bank_excess = false;
-    // The oldest chunk in flight is presumed to have left flight once it has been out this long
-    // (0: never), even while other credits keep arriving: its unit most likely went to another
-    // worker after an in-network merge. Checked by on_timeout(). Off by default (YAML
-    // transport.flight_expiry_ms, shesha-sim transport.flight_expiry_us; docs/transport.md, "Banked
-    // credit"): it repays the leak the simulator's study measures, and was level and idle on the rack.
+    // The oldest chunks in flight are presumed to have left flight once they have been out longer
+    // than flight_expiry_rtts times the shortest flight this sender has seen (send to the credit
+    // that retired it, over the last 10-20 s: min_flight_ns()), even while other credits keep
+    // arriving: their units most likely went to other workers after an in-network merge (docs/
+    // transport.md, "Flight expiry"). Checked by on_timeout(); nothing expires before the first
+    // sample. 0: off. YAML transport.flight_expiry_rtts, shesha-sim transport.flight_expiry_rtts.
+    double flight_expiry_rtts = 2.0;
+    // A fixed expiry instead (0: use flight_expiry_rtts). YAML transport.flight_expiry_ms,
+    // shesha-sim transport.flight_expiry_us.
     std::uint64_t flight_expiry_ns = 0;
 };
 
@@ -169,6 +173,10 @@ public:
     std::uint32_t usable_window() const noexcept { return window_ < 1.0 ? 1u : static_cast<std::uint32_t>(window_); }
     bool pacing() const noexcept { return window_ < 1.0; }
     std::uint64_t srtt_ns() const noexcept { return srtt_ns_; }
+    // The shortest send-to-credit time of a chunk over the last 10-20 s (0: none yet), and the
+    // expiry it gives (0: none), as on_timeout() uses them.
+    std::uint64_t min_flight_ns() const noexcept;
+    std::uint64_t flight_expiry_ns() const noexcept;
     double alpha() const noexcept { return alpha_; }
     std::uint32_t in_flight() const noexcept { return in_flight_; }
     std::uint32_t banked() const noexcept { return bank_; }  // bank_excess: kept units not yet spent
@@ -252,6 +260,14 @@ private:
     std::uint64_t last_progress_ns_ = 0;  // last credit, or first send into an empty window
     std::uint64_t last_send_ns_ = 0;      // the latest chunk sent (pacing: the one in flight)
     std::uint64_t srtt_ns_ = 0;           // smoothed send-to-credit time of paced chunks (0: none yet)
+    // Windowed minimum of the oldest chunk's flight when a credit retires it: the minimum of the
+    // current window and the one before (each kMinFlightWindowNs long), so it follows a path that
+    // got slower within two windows. 0: no sample.
+    static constexpr std::uint64_t kMinFlightWindowNs = 10'000'000'000;
+    std::uint64_t min_flight_window_start_ns_ = 0;
+    std::uint64_t min_flight_current_ns_ = 0;
+    std::uint64_t min_flight_previous_ns_ = 0;
+    void note_flight(std::uint64_t sample_ns, std::uint64_t now_ns) noexcept;
     std::uint64_t next_send_ns_ = 0;      // pacing: no chunk before this
 
     SenderCounters c_;

@@ -192,6 +192,7 @@ const std::map<std::string, Setter>& schema() {
         {"transport.cumulative_ack", bool_field(&Scenario::cumulative_ack)},
         {"transport.bank_excess", bool_field(&Scenario::bank_excess)},
         {"transport.flight_expiry_us", double_field(&Scenario::flight_expiry_us, 0, 1e9)},
+        {"transport.flight_expiry_rtts", double_field(&Scenario::flight_expiry_rtts, 0, 1000)},
         {"transport.merge_floor", double_field(&Scenario::merge_floor, 0, 1e6)},
         {"transport.w_max", double_field(&Scenario::w_max, 1, 1e6)},
         {"transport.credit_timeout_us", double_field(&Scenario::credit_timeout_us, 0, 1e9)},
@@ -292,6 +293,8 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))
         bad("transport.merge_floor must be 0 (off) or lie in [w_min, w_max]");
+    if (s.flight_expiry_rtts > 0 && s.flight_expiry_rtts < 1)
+        bad(fmt::format("transport.flight_expiry_rtts must be 0 (off) or at least 1, got {}", s.flight_expiry_rtts));
     // queue.fair: auto is the switch's aggregation.scheduling: auto (switch_config.h).
     if (s.fair_auto) s.fair_scheduling = s.aggregation && s.clusters >= 2;
     if (s.fair_lag != 0 && !s.fair_scheduling) bad("queue.fair_lag needs queue.fair: true");

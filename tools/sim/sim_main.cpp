@@ -266,9 +266,12 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(r.contributions_sent), static_cast<unsigned long long>(r.contributions_applied),
                     static_cast<unsigned long long>(r.contributions_dropped), static_cast<unsigned long long>(r.merges),
                     static_cast<unsigned long long>(r.bytes_saved), static_cast<unsigned long long>(r.drops));
-        std::printf("  AoM mean %.1f us, peak %.1f us; staleness mean %.2f max %u; Jain %.4f; verify failures %llu\n",
+        std::printf("  AoM mean %.1f us, peak %.1f us; staleness mean %.3f max %u; Jain %.4f; verify failures %llu\n",
                     r.aom_mean_us, r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness,
                     static_cast<unsigned long long>(r.verify_failures));
+        if (r.model_delivery != "none")
+            std::printf("  staleness: %.3f versions behind the published model at generation, %.3f published during the trip\n",
+                        r.staleness_at_generation_mean, r.staleness_mean - r.staleness_at_generation_mean);
         const auto& m = r.model;
         std::printf("  learner port: up %.1f MB (utilisation %.3f), down %.1f MB (utilisation %.3f: MODEL %.1f MB, CREDIT %.1f MB)\n",
                     static_cast<double>(m.up_bytes) / 1e6, m.up_utilisation, static_cast<double>(m.down_bytes) / 1e6,

@@ -138,6 +138,7 @@ struct Learner {
     std::uint32_t version = 0;
     metrics::AomTracker aom;
     double staleness_sum = 0;
+    double staleness_at_generation_sum = 0;  // two directions: the part already there when the worker generated
     std::uint32_t staleness_max = 0;
     std::uint64_t chunks = 0;
     std::uint64_t contributions = 0;
@@ -158,6 +159,7 @@ struct Learner {
     std::uint32_t nic = kNoLink;          // the learner host's send queue
     bool credit_priority = true;          // CREDIT with TOS 0x10 (learner.credit_priority; model.credit_priority)
     std::uint32_t versions_published = 0;
+    std::vector<std::uint64_t> publish_times;  // of versions 2, 3, ...: the version published at any time
     explicit Learner(std::uint64_t period) : aom(period) {}
 };
 
@@ -752,15 +754,17 @@ struct Simulator::Impl final : FeedbackSink {
                 const TrainCluster& T = tclusters[cluster_of_worker];
                 cfg = drl::sender_config(T.cfg, cluster_of_worker, w, T.layout.model_elems);
                 cfg.cumulative_ack = sc.cumulative_ack;
-                // Else the cluster YAML's transport.bank_excess and flight_expiry_ms.
+                // Else the cluster YAML's transport.bank_excess, flight_expiry_rtts and flight_expiry_ms.
                 if (sc.bank_excess) cfg.bank_excess = true;
                 if (sc.flight_expiry_us > 0) cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
+                if (sc.flight_expiry_rtts >= 0) cfg.flight_expiry_rtts = sc.flight_expiry_rtts;
                 if (!sc.window_control) {
                     // As shesha-worker --congestion-control off: no window and no leak repairs.
                     cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                     cfg.credit_timeout_ns = 0;
                     cfg.bank_excess = false;
                     cfg.flight_expiry_ns = 0;
+                    cfg.flight_expiry_rtts = 0;
                 }
             } else if (sc.window_control) {
                 cfg.w_init = sc.w_init;
@@ -771,12 +775,14 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.cumulative_ack = sc.cumulative_ack;
                 cfg.bank_excess = sc.bank_excess;
                 cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
+                if (sc.flight_expiry_rtts >= 0) cfg.flight_expiry_rtts = sc.flight_expiry_rtts;
                 cfg.credit_timeout_ns = to_ns(sc.credit_timeout_us * 1e3);
             } else {
                 // No window: every pending chunk goes out at once, whatever the credits say (a window
                 // of K would stall a worker whose unit the planner gave to another after a merge).
                 cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                 cfg.credit_timeout_ns = 0;
+                cfg.flight_expiry_rtts = 0;
             }
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
             if (two_way)
@@ -1153,6 +1159,7 @@ struct Simulator::Impl final : FeedbackSink {
     void publish(Learner& L, std::uint16_t c) {
         ++L.published;
         ++L.versions_published;
+        L.publish_times.push_back(now);
         ++sum.model.versions_published;
         L.published_ns = now;
         fill_published(L, c);
@@ -1319,6 +1326,13 @@ struct Simulator::Impl final : FeedbackSink {
             const std::uint32_t version = two_way ? L.published : L.version;
             const std::uint32_t stale = version >= m.hdr.model_version ? version - m.hdr.model_version : 0;
             L.staleness_sum += stale;
+            if (two_way) {
+                // Split the staleness: versions the worker was already behind when it generated (its
+                // model's delivery), the rest published while the gradient travelled and waited.
+                const auto behind_at = std::upper_bound(L.publish_times.begin(), L.publish_times.end(), m.hdr.ts_earliest_ns);
+                const auto published_then = static_cast<std::uint32_t>(1 + (behind_at - L.publish_times.begin()));
+                L.staleness_at_generation_sum += published_then > m.hdr.model_version ? published_then - m.hdr.model_version : 0;
+            }
             L.staleness_max = std::max(L.staleness_max, stale);
             if (L.reassembler->complete()) {
                 ++L.version;
@@ -1897,7 +1911,7 @@ struct Simulator::Impl final : FeedbackSink {
 
         std::uint64_t bottleneck_total = 0;
         for (const auto& L : learners) bottleneck_total += L->bottleneck_bytes;
-        double jain_num = 0, jain_den = 0, stale_sum = 0;
+        double jain_num = 0, jain_den = 0, stale_sum = 0, stale_at_generation_sum = 0;
         std::uint64_t chunk_total = 0;
         for (auto& Lp : learners) {
             Learner& L = *Lp;
@@ -1922,6 +1936,7 @@ struct Simulator::Impl final : FeedbackSink {
             s.aom_peak_us = std::max(s.aom_peak_us, c.aom_peak_us);
             s.staleness_max = std::max(s.staleness_max, c.staleness_max);
             stale_sum += L.staleness_sum;
+            stale_at_generation_sum += L.staleness_at_generation_sum;
             chunk_total += L.chunks;
             const double x = static_cast<double>(L.contributions) / L.workers;
             jain_num += x;
@@ -1929,6 +1944,7 @@ struct Simulator::Impl final : FeedbackSink {
             s.per_cluster.push_back(c);
         }
         s.staleness_mean = chunk_total ? stale_sum / static_cast<double>(chunk_total) : 0;
+        s.staleness_at_generation_mean = chunk_total ? stale_at_generation_sum / static_cast<double>(chunk_total) : 0;
         s.jain_fairness = jain_den > 0 ? jain_num * jain_num / (static_cast<double>(learners.size()) * jain_den) : 0;
         // Over the ports' contended service in packets (PortQueue::shares, every port of every switch, what
         // scheduling: drr shares out), per unit of weight.

@@ -7,7 +7,7 @@
 //   - every learner is a transport::Reassembler plus a transport::CreditPlanner, and checks each
 //     payload bit for bit with pattern::verify;
 //   - FEEDBACK goes through core::FeedbackLimiter; AoM is metrics::AomTracker, as in the lab.
-//   - with model.delivery unicast or replicated (the default), both directions: the learners publish
+//   - with model.delivery unicast (the default) or replicated, both directions: the learners publish
 //     MODEL versions and answer model requests, and send CREDIT, through the learner host's send
 //     queue, the learner port and the switch pipeline (which replicates a group's MODEL) down to
 //     the workers' ports; every worker assembles versions with drl::ModelReceiver and computes on
@@ -183,6 +183,9 @@ struct Summary {
     double aom_mean_us = 0;                   // mean over clusters of the time-average
     double aom_peak_us = 0;                   // max over clusters
     double staleness_mean = 0;
+    // Of staleness_mean, two directions only: how far the worker's model was behind the published
+    // version when it generated (MODEL delivery); the rest was published during the gradient's trip.
+    double staleness_at_generation_mean = 0;
     std::uint32_t staleness_max = 0;
     double jain_fairness = 0;                 // over per-cluster applied contributions per worker
     double jain_contended = 0;                // over per-cluster contended packets at the ports, per weight (0: none)
