@@ -357,7 +357,7 @@ WorkerCounters WorkerTransport::counters() const {
     w.credit_timeouts = s.credit_timeouts;
     w.chunks_presumed_lost = s.chunks_presumed_lost;
     w.chunks_expired = s.chunks_expired;
-    w.min_flight_ns = impl_->sender.min_flight_ns();
+    w.ack_rtt_ns = impl_->sender.ack_rtt_ns();
     w.flight_expiry_ns = impl_->sender.flight_expiry_ns();
     w.window = impl_->sender.window();
     w.alpha = impl_->sender.alpha();

@@ -127,7 +127,7 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     if (auto x = map.get("flight_expiry_rtts")) {
         t.flight_expiry_rtts = r.number(*x, 0.0, 1000.0);
         if (t.flight_expiry_rtts != 0 && t.flight_expiry_rtts < 1)
-            r.fail(*x, fmt::format("expected 0 (off) or at least 1 (no chunk is back sooner than the shortest flight), got {}",
+            r.fail(*x, fmt::format("expected 0 (off) or at least 1 (below one round trip it retires chunks still on their way), got {}",
                                    t.flight_expiry_rtts));
     }
     if (auto x = map.get("flight_expiry_ms")) t.flight_expiry_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));

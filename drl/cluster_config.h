@@ -42,7 +42,7 @@ struct TransportConfig {
     bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
     double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)
     bool bank_excess = false;  // keep credit units that find nothing in flight (SenderConfig::bank_excess)
-    double flight_expiry_rtts = 2.0;     // SenderConfig::flight_expiry_rtts (0: off)
+    double flight_expiry_rtts = 0;       // SenderConfig::flight_expiry_rtts (0: off)
     std::uint32_t flight_expiry_ms = 0;  // SenderConfig::flight_expiry_ns: a fixed expiry instead (0: none)
 };
 

@@ -1093,13 +1093,21 @@ TEST_CASE("bank_excess, closed loop: a merged chunk's unit spread to a worker wi
     }
 }
 
-TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, even while credits arrive") {
-    CHECK(SenderConfig{}.flight_expiry_ns == 0);  // off unless asked for (a diagnostic, docs/queue.md)
+namespace {
+// Flight expiry tests: updates of 4 one-element chunks, a fixed window of 8, no additive increase.
+SenderConfig expiry_config() {
     SenderConfig c = small_config();
     c.model_elems = 4;
     c.chunk_elems = 1;
     c.w_init = c.w_max = 8;
     c.additive_increase = 0;
+    return c;
+}
+}  // namespace
+
+TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, even while credits arrive") {
+    CHECK(SenderConfig{}.flight_expiry_ns == 0);  // off unless asked for (a diagnostic, docs/queue.md)
+    SenderConfig c = expiry_config();
     c.credit_timeout_ns = 1000;
     c.flight_expiry_ns = 300;
     CreditSender s(c);
@@ -1125,56 +1133,50 @@ TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, 
     CHECK(accounted(s));
 }
 
-TEST_CASE("flight_expiry_rtts: chunks out longer than that many shortest flights leave flight; none before a sample") {
-    CHECK(SenderConfig{}.flight_expiry_rtts == 2.0);  // on by default (docs/transport.md, "Flight expiry")
-    SenderConfig c = small_config();
-    c.model_elems = 4;
-    c.chunk_elems = 1;
-    c.w_init = c.w_max = 8;
-    c.additive_increase = 0;
+TEST_CASE("flight_expiry_rtts: chunks out longer than that many acknowledged round trips leave flight; none before a sample") {
+    CHECK(SenderConfig{}.flight_expiry_rtts == 0.0);  // off unless asked for (docs/transport.md)
+    SenderConfig c = expiry_config();
     c.credit_timeout_ns = 0;
+    c.flight_expiry_rtts = 2;
     CreditSender s(c);
     std::vector<float> g(4, 1.0f);
+    const std::uint32_t first = c.first_seq;
     REQUIRE(s.offer_update(1, 0, g) == OfferResult::Ok);
-    CHECK(send_burst(s, 0) == 4);       // update 1: sent at 0
+    CHECK(send_burst(s, 0) == 4);  // update `first`: sent at 0
     CHECK_FALSE(s.on_timeout(1'000'000));
-    CHECK(s.in_flight() == 4);          // no flight measured yet: nothing expires, however long
+    CHECK(s.in_flight() == 4);     // no round trip measured yet: nothing expires, however long
     CHECK(s.flight_expiry_ns() == 0);
-    s.on_credit(credit(1), 0, 1'000'100);  // the first sample: the oldest chunk was out 1,000,100 ns
-    CHECK(s.min_flight_ns() == 1'000'100);
-    s.on_credit(credit(3), 0, 1'000'200);
+    // A unit spread to this worker after someone else's merge: acked_seq does not move, no sample.
+    s.on_credit(credit(1), 0, 1'000'010);
+    CHECK(s.ack_rtt_ns() == 0);
+    // The learner acknowledges update `first` (its CREDIT names it): a sample of 1,000,100 ns.
+    proto::CreditBody ack = credit(1);
+    ack.acked_seq = first;
+    s.on_credit(ack, 0, 1'000'100);
+    CHECK(s.ack_rtt_ns() == 1'000'100);
+    s.on_credit(ack, 0, 1'000'200);  // the same acknowledgement again: no new sample
+    CHECK(s.ack_rtt_ns() == 1'000'100);
+    CHECK(s.in_flight() == 1);
+    CHECK(s.flight_expiry_ns() == 2'000'200);
+    CHECK_FALSE(s.on_timeout(2'000'199));  // the last chunk of update `first`, out since 0: not yet
+    CHECK(s.in_flight() == 1);
+    CHECK_FALSE(s.on_timeout(2'000'200));  // out 2 round trips: it leaves flight
     CHECK(s.in_flight() == 0);
-    REQUIRE(s.offer_update(1, 2'000'000, g) == OfferResult::Ok);
-    CHECK(send_burst(s, 2'000'000) == 4);  // update 2: sent at 2 ms
-    s.on_credit(credit(1), 0, 2'000'100);  // a quick one: 100 ns
-    CHECK(s.min_flight_ns() == 100);
-    CHECK(s.flight_expiry_ns() == 200);
-    CHECK_FALSE(s.on_timeout(2'000'199));  // out 199 ns: not yet
-    CHECK(s.in_flight() == 3);
-    CHECK_FALSE(s.on_timeout(2'000'200));  // out 200 ns = 2 x the shortest flight: the other three leave
+    CHECK(s.counters().chunks_expired == 1);
+    CHECK(s.counters().chunks_presumed_lost == 1);
+    // A quicker acknowledgement moves the smoothed round trip by 1/8 of the difference.
+    REQUIRE(s.offer_update(1, 3'000'000, g) == OfferResult::Ok);
+    CHECK(send_burst(s, 3'000'000) == 4);  // update first + 1
+    ack = credit(4);
+    ack.acked_seq = first + 1;
+    s.on_credit(ack, 0, 3'000'100);  // 100 ns
+    CHECK(s.ack_rtt_ns() == 1'000'100 - 1'000'100 / 8 + 100 / 8);
     CHECK(s.in_flight() == 0);
-    CHECK(s.counters().chunks_expired == 3);
-    CHECK(s.counters().chunks_presumed_lost == 3);
-    CHECK(accounted(s));
-    // The minimum is windowed: 10-20 s later a slower path's flights set it.
-    REQUIRE(s.offer_update(1, 11'000'000'000, g) == OfferResult::Ok);
-    CHECK(send_burst(s, 11'000'000'000) == 4);
-    s.on_credit(credit(1), 0, 11'000'005'000);  // a new window: 5 us; the old window's 100 ns still counts
-    CHECK(s.min_flight_ns() == 100);
-    s.on_credit(credit(3), 0, 11'000'006'000);
-    REQUIRE(s.offer_update(1, 22'000'000'000, g) == OfferResult::Ok);
-    CHECK(send_burst(s, 22'000'000'000) == 4);
-    s.on_credit(credit(4), 0, 22'000'007'000);  // the next window: 7 us; the 100 ns window is gone
-    CHECK(s.min_flight_ns() == 5'000);
-    CHECK(s.flight_expiry_ns() == 10'000);
     CHECK(accounted(s));
 }
 
 TEST_CASE("flight_expiry_rtts: 0 turns it off; a fixed flight_expiry_ns takes precedence; bad values are refused") {
-    SenderConfig c = small_config();
-    c.model_elems = 4;
-    c.chunk_elems = 1;
-    c.w_init = c.w_max = 8;
+    SenderConfig c = expiry_config();
     c.credit_timeout_ns = 0;
     c.flight_expiry_rtts = 0;
     {
@@ -1182,8 +1184,10 @@ TEST_CASE("flight_expiry_rtts: 0 turns it off; a fixed flight_expiry_ns takes pr
         std::vector<float> g(4, 1.0f);
         REQUIRE(s.offer_update(1, 0, g) == OfferResult::Ok);
         CHECK(send_burst(s, 0) == 4);
-        s.on_credit(credit(1), 0, 100);
-        CHECK(s.min_flight_ns() == 100);  // still measured, for the worker's report
+        proto::CreditBody ack = credit(1);
+        ack.acked_seq = c.first_seq;
+        s.on_credit(ack, 0, 100);
+        CHECK(s.ack_rtt_ns() == 100);  // still measured, for the worker's report
         CHECK(s.flight_expiry_ns() == 0);
         CHECK_FALSE(s.on_timeout(1'000'000'000));
         CHECK(s.in_flight() == 3);

@@ -166,8 +166,8 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_ms: 50}\n", "m.yaml"), 1, 1, 100)
               .flight_expiry_ns == 50'000'000);
     CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_ms: -1}\n").find("transport.flight_expiry_ms") != std::string::npos);
-    // Flight expiry in shortest flights: 2 unless set, 0 turns it off, below 1 is refused by name.
-    CHECK(sc.flight_expiry_rtts == 2.0);
+    // Flight expiry in acknowledged round trips: off unless set, below 1 refused by name.
+    CHECK(sc.flight_expiry_rtts == 0.0);
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_rtts: 0}\n", "m.yaml"), 1, 1, 100)
               .flight_expiry_rtts == 0.0);
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_rtts: 3.5}\n", "m.yaml"), 1, 1, 100)

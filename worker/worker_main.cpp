@@ -124,7 +124,7 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["credit"]["timeouts"] = c.credit_timeouts;
     j["credit"]["presumed_lost"] = c.chunks_presumed_lost;
     j["credit"]["expired"] = c.chunks_expired;  // of those, by flight expiry (transport.flight_expiry_rtts)
-    j["credit"]["min_flight_us"] = static_cast<double>(c.min_flight_ns) / 1e3;
+    j["credit"]["ack_rtt_us"] = static_cast<double>(c.ack_rtt_ns) / 1e3;
     j["credit"]["flight_expiry_us"] = static_cast<double>(c.flight_expiry_ns) / 1e3;
     j["credit"]["feedback"] = c.feedback_received;
     j["credit"]["feedback_reductions"] = c.feedback_reductions;

@@ -38,7 +38,7 @@ std::string validate(const SenderConfig& cfg) {
     if (!finite(cfg.flight_expiry_rtts) || cfg.flight_expiry_rtts < 0 || cfg.flight_expiry_rtts > 1000)
         return "flight_expiry_rtts must lie in [0, 1000] (0: off)";
     if (cfg.flight_expiry_rtts != 0 && cfg.flight_expiry_rtts < 1)
-        return "flight_expiry_rtts must be 0 (off) or at least 1 (a chunk is never back sooner than the shortest flight)";
+        return "flight_expiry_rtts must be 0 (off) or at least 1 (below one round trip it retires chunks still on their way)";
     return {};
 }
 
@@ -147,6 +147,7 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
 
     ++c_.chunks_sent;
     c_.contributions_sent += s.contrib_count;
+    if (SentMark& m = sent_log_[s.seq % kSentLog]; !m.valid || m.seq != s.seq) m = SentMark{s.seq, true, now_ns};
     if (in_flight_ >= usable_window()) {
         // Spent a kept unit: the chunk is paid for, so it never enters flight (sent and retired).
         --bank_;
@@ -196,10 +197,6 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
         const std::uint64_t sample = now_ns - last_send_ns_;
         srtt_ns_ = srtt_ns_ == 0 ? sample : srtt_ns_ - srtt_ns_ / 8 + sample / 8;
     }
-    // The oldest chunk's flight: credits retire the oldest first, so after a quiet spell this is the
-    // chunk that was just credited; a leaked chunk only makes the sample longer, never shorter.
-    if (applied > 0 && runs_count_ != 0 && now_ns >= runs_[runs_head_].sent_ns)
-        note_flight(now_ns - runs_[runs_head_].sent_ns, now_ns);
     in_flight_ -= applied;
     retire_oldest(applied);
     retired_total_ += applied;
@@ -212,7 +209,15 @@ void CreditSender::on_credit(const proto::CreditBody& credit, std::uint8_t flags
 
     learner_version_ = credit.learner_version;
     // Serial-number order (RFC 1982) so the highest acked seq survives a wrap of the counter.
-    if (!any_ack_ || static_cast<std::int32_t>(credit.acked_seq - acked_seq_) > 0) acked_seq_ = credit.acked_seq;
+    if (!any_ack_ || static_cast<std::int32_t>(credit.acked_seq - acked_seq_) > 0) {
+        acked_seq_ = credit.acked_seq;
+        // The first acknowledgement of one of this worker's updates: a round-trip sample.
+        const SentMark& m = sent_log_[credit.acked_seq % kSentLog];
+        if (m.valid && m.seq == credit.acked_seq && now_ns >= m.sent_ns) {
+            const std::uint64_t sample = std::max<std::uint64_t>(now_ns - m.sent_ns, 1);
+            ack_rtt_ns_ = ack_rtt_ns_ == 0 ? sample : ack_rtt_ns_ - ack_rtt_ns_ / 8 + sample / 8;
+        }
+    }
     any_ack_ = true;
     last_progress_ns_ = now_ns;
 
@@ -249,25 +254,10 @@ void CreditSender::on_feedback(const proto::FeedbackBody& feedback, std::uint64_
     ++c_.feedback_reductions;
 }
 
-void CreditSender::note_flight(std::uint64_t sample_ns, std::uint64_t now_ns) noexcept {
-    if (min_flight_current_ns_ == 0 || now_ns - min_flight_window_start_ns_ >= kMinFlightWindowNs) {
-        if (min_flight_current_ns_ != 0) min_flight_previous_ns_ = min_flight_current_ns_;
-        min_flight_current_ns_ = std::max<std::uint64_t>(sample_ns, 1);
-        min_flight_window_start_ns_ = now_ns;
-        return;
-    }
-    min_flight_current_ns_ = std::min(min_flight_current_ns_, std::max<std::uint64_t>(sample_ns, 1));
-}
-
-std::uint64_t CreditSender::min_flight_ns() const noexcept {
-    if (min_flight_previous_ns_ == 0) return min_flight_current_ns_;
-    return std::min(min_flight_previous_ns_, min_flight_current_ns_);
-}
-
 std::uint64_t CreditSender::flight_expiry_ns() const noexcept {
     if (cfg_.flight_expiry_ns != 0) return cfg_.flight_expiry_ns;
     if (cfg_.flight_expiry_rtts == 0) return 0;
-    return static_cast<std::uint64_t>(cfg_.flight_expiry_rtts * static_cast<double>(min_flight_ns()));
+    return static_cast<std::uint64_t>(cfg_.flight_expiry_rtts * static_cast<double>(ack_rtt_ns_));
 }
 
 bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {

@@ -16,6 +16,7 @@
 // so at most chunk_count chunks are ever pending and nothing allocates afterwards.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -74,12 +75,12 @@ struct SenderConfig {
     // window, a credit timeout empties it.
     bool bank_excess = false;
     // The oldest chunks in flight are presumed to have left flight once they have been out longer
-    // than flight_expiry_rtts times the shortest flight this sender has seen (send to the credit
-    // that retired it, over the last 10-20 s: min_flight_ns()), even while other credits keep
-    // arriving: their units most likely went to other workers after an in-network merge (docs/
-    // transport.md, "Flight expiry"). Checked by on_timeout(); nothing expires before the first
-    // sample. 0: off. YAML transport.flight_expiry_rtts, shesha-sim transport.flight_expiry_rtts.
-    double flight_expiry_rtts = 2.0;
+    // than flight_expiry_rtts times the sender's acknowledged round trip (ack_rtt_ns()), even while
+    // other credits keep arriving: their units most likely went to other workers after an
+    // in-network merge (docs/transport.md, "The other half: flight expiry"). Checked by
+    // on_timeout(); nothing expires before the first sample. 0 (the default): off. YAML
+    // transport.flight_expiry_rtts, shesha-sim transport.flight_expiry_rtts.
+    double flight_expiry_rtts = 0;
     // A fixed expiry instead (0: use flight_expiry_rtts). YAML transport.flight_expiry_ms,
     // shesha-sim transport.flight_expiry_us.
     std::uint64_t flight_expiry_ns = 0;
@@ -173,9 +174,12 @@ public:
     std::uint32_t usable_window() const noexcept { return window_ < 1.0 ? 1u : static_cast<std::uint32_t>(window_); }
     bool pacing() const noexcept { return window_ < 1.0; }
     std::uint64_t srtt_ns() const noexcept { return srtt_ns_; }
-    // The shortest send-to-credit time of a chunk over the last 10-20 s (0: none yet), and the
-    // expiry it gives (0: none), as on_timeout() uses them.
-    std::uint64_t min_flight_ns() const noexcept;
+    // The acknowledged round trip: smoothed (1/8) time from sending an update's first chunk to the
+    // first CREDIT that acknowledges that update (acked_seq moves to it). Only this worker's own
+    // acknowledgements count: units the learner spreads after a merge arrive at any time and say
+    // nothing about this worker's path. 0: no sample yet.
+    std::uint64_t ack_rtt_ns() const noexcept { return ack_rtt_ns_; }
+    // The expiry on_timeout() applies now (0: none).
     std::uint64_t flight_expiry_ns() const noexcept;
     double alpha() const noexcept { return alpha_; }
     std::uint32_t in_flight() const noexcept { return in_flight_; }
@@ -260,14 +264,16 @@ private:
     std::uint64_t last_progress_ns_ = 0;  // last credit, or first send into an empty window
     std::uint64_t last_send_ns_ = 0;      // the latest chunk sent (pacing: the one in flight)
     std::uint64_t srtt_ns_ = 0;           // smoothed send-to-credit time of paced chunks (0: none yet)
-    // Windowed minimum of the oldest chunk's flight when a credit retires it: the minimum of the
-    // current window and the one before (each kMinFlightWindowNs long), so it follows a path that
-    // got slower within two windows. 0: no sample.
-    static constexpr std::uint64_t kMinFlightWindowNs = 10'000'000'000;
-    std::uint64_t min_flight_window_start_ns_ = 0;
-    std::uint64_t min_flight_current_ns_ = 0;
-    std::uint64_t min_flight_previous_ns_ = 0;
-    void note_flight(std::uint64_t sample_ns, std::uint64_t now_ns) noexcept;
+    // When the first chunk of each of the last kSentLog updates went out, by seq % kSentLog: the
+    // round-trip samples of ack_rtt_ns_.
+    static constexpr std::uint32_t kSentLog = 64;
+    struct SentMark {
+        std::uint32_t seq = 0;
+        bool valid = false;
+        std::uint64_t sent_ns = 0;
+    };
+    std::array<SentMark, kSentLog> sent_log_{};
+    std::uint64_t ack_rtt_ns_ = 0;
     std::uint64_t next_send_ns_ = 0;      // pacing: no chunk before this
 
     SenderCounters c_;

@@ -80,6 +80,10 @@ ARMS["shipped+bank"] = ["transport.bank_excess=true"]
 # even while other credits arrive (SenderConfig::flight_expiry_ns; docs/queue.md).
 ARMS["shipped+expiry"] = ["transport.flight_expiry_us=250"]
 ARMS["shipped+expiry1ms"] = ["transport.flight_expiry_us=1000"]
+# The leak repaid in units of the sender's acknowledged round trip (transport.flight_expiry_rtts,
+# off by default; docs/transport.md, "The other half: flight expiry").
+ARMS["shipped+expiry2rtt"] = ["transport.flight_expiry_rtts=2"]
+ARMS["shipped+expiry4rtt"] = ["transport.flight_expiry_rtts=4"]
 # The shipped defaults with bounded-lag fair queues instead of DRR (queue.fair_lag, docs/queue.md).
 ARMS["shipped+lag"] = ["queue.fair=true", "queue.fair_lag=32"]
 ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport.flight_expiry_us=250"]

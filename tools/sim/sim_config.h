@@ -105,8 +105,8 @@ struct Scenario {
     bool merge_aware = false;        // FEEDBACK and echo cuts scaled by 1 - the switch's merge fraction
     bool cumulative_ack = false;     // SenderConfig::cumulative_ack (off, as the workers' default)
     bool bank_excess = false;        // SenderConfig::bank_excess
-    // SenderConfig::flight_expiry_rtts (0: off). Unset (-1): the sender's default, 2, for the pattern
-    // workload, the cluster YAML's transport.flight_expiry_rtts for training.
+    // SenderConfig::flight_expiry_rtts (0: off). Unset (-1): the sender's default (0, off) for the
+    // pattern workload, the cluster YAML's transport.flight_expiry_rtts for training.
     double flight_expiry_rtts = -1;
     double flight_expiry_us = 0;     // SenderConfig::flight_expiry_ns (0: none, flight_expiry_rtts decides)
     double merge_floor = 0;          // merge_aware: no cut below this while the queue merges >= half (0: off)

@@ -54,8 +54,8 @@ struct WorkerCounters {
     std::uint64_t round_reductions = 0, round_increases = 0;
     std::uint64_t credit_timeouts = 0, chunks_presumed_lost = 0;
     std::uint64_t chunks_expired = 0;           // of chunks_presumed_lost: by flight expiry (transport.flight_expiry_rtts)
-    std::uint64_t min_flight_ns = 0;            // shortest send-to-credit time lately, and the expiry it gives
-    std::uint64_t flight_expiry_ns = 0;         // (0: no sample yet, or expiry off)
+    std::uint64_t ack_rtt_ns = 0;               // smoothed update send -> its acknowledgement (0: none yet)
+    std::uint64_t flight_expiry_ns = 0;         // the expiry in force (0: off, or no round trip measured yet)
     double window = 0, alpha = 0;
     std::uint32_t in_flight = 0, pending_chunks = 0;
     std::uint32_t banked = 0;                   // credit units kept, not yet spent (bank_excess)
