@@ -380,6 +380,7 @@ TEST_CASE("staleness splits into versions behind at generation and versions publ
     const Summary uni = run(scenario("unicast"));
     const Summary rep = run(scenario("replicated"));
     for (const Summary* r : {&uni, &rep}) {
+        CHECK(r->staleness_split);
         CHECK(r->staleness_mean > 0);
         CHECK(r->staleness_at_generation_mean >= 0);
         CHECK(r->staleness_at_generation_mean <= r->staleness_mean);  // the trip adds, never subtracts
@@ -388,8 +389,9 @@ TEST_CASE("staleness splits into versions behind at generation and versions publ
     CHECK(uni.staleness_at_generation_mean > rep.staleness_at_generation_mean);
     CHECK(uni.staleness_at_generation_mean > 0);
     // One direction: no MODEL, so no split.
-    Scenario none = scenario("none");
-    CHECK(run(none).staleness_at_generation_mean == 0);
+    const Summary one = run(scenario("none"));
+    CHECK_FALSE(one.staleness_split);
+    CHECK(one.staleness_at_generation_mean == 0);
 }
 
 TEST_CASE("links.learner_down_gbps: the learner host's sends (MODEL, CREDIT) at their own rate, the learner port's egress at learner_gbps") {

@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
         std::printf("  AoM mean %.1f us, peak %.1f us; staleness mean %.3f max %u; Jain %.4f; verify failures %llu\n",
                     r.aom_mean_us, r.aom_peak_us, r.staleness_mean, r.staleness_max, r.jain_fairness,
                     static_cast<unsigned long long>(r.verify_failures));
-        if (r.model_delivery != "none")
+        if (r.staleness_split)
             std::printf("  staleness: %.3f versions behind the published model at generation, %.3f published during the trip\n",
                         r.staleness_at_generation_mean, r.staleness_mean - r.staleness_at_generation_mean);
         const auto& m = r.model;

@@ -1945,6 +1945,7 @@ struct Simulator::Impl final : FeedbackSink {
         }
         s.staleness_mean = chunk_total ? stale_sum / static_cast<double>(chunk_total) : 0;
         s.staleness_at_generation_mean = chunk_total ? stale_at_generation_sum / static_cast<double>(chunk_total) : 0;
+        s.staleness_split = two_way;
         s.jain_fairness = jain_den > 0 ? jain_num * jain_num / (static_cast<double>(learners.size()) * jain_den) : 0;
         // Over the ports' contended service in packets (PortQueue::shares, every port of every switch, what
         // scheduling: drr shares out), per unit of weight.

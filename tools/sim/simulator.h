@@ -183,9 +183,11 @@ struct Summary {
     double aom_mean_us = 0;                   // mean over clusters of the time-average
     double aom_peak_us = 0;                   // max over clusters
     double staleness_mean = 0;
-    // Of staleness_mean, two directions only: how far the worker's model was behind the published
-    // version when it generated (MODEL delivery); the rest was published during the gradient's trip.
+    // Of staleness_mean: how far the worker's model was behind the published version when it
+    // generated (MODEL delivery); the rest was published during the gradient's trip. Measured when
+    // staleness_split (the pattern workload with MODEL on the links), else 0.
     double staleness_at_generation_mean = 0;
+    bool staleness_split = false;
     std::uint32_t staleness_max = 0;
     double jain_fairness = 0;                 // over per-cluster applied contributions per worker
     double jain_contended = 0;                // over per-cluster contended packets at the ports, per weight (0: none)
