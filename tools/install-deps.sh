@@ -8,6 +8,8 @@ packages=(
   meson ninja-build pkg-config g++ cmake python3
   # data path
   dpdk dpdk-dev libdpdk-dev libnuma-dev libpcap-dev libbpf-dev libxdp-dev
+  # linking DPDK statically (meson -Ddpdk_link=static, the default): pkg-config --static asks for -lsystemd
+  libsystemd-dev
   # control plane
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   # tests
