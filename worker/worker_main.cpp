@@ -72,6 +72,7 @@ struct WorkerStats {
     std::uint64_t gradients_failed = 0;
     std::uint64_t waits_for_model = 0;     // loop passes without a model to compute on
     std::uint64_t waits_for_version = 0;   // max_updates_per_version reached
+    std::uint64_t wait_ns = 0;             // wall time blocked for traffic with nothing to compute
     std::uint64_t lag_samples = 0;
     double lag_sum = 0;
     std::uint32_t lag_max = 0;
@@ -105,6 +106,7 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["updates"]["rejected"] = c.updates_rejected;
     j["updates"]["waits_for_model"] = s.waits_for_model;
     j["updates"]["waits_for_version"] = s.waits_for_version;
+    j["updates"]["wait_seconds"] = static_cast<double>(s.wait_ns) / 1e9;
     j["chunks"] = json::Json::object();
     j["chunks"]["queued"] = c.chunks_queued;
     j["chunks"]["merged_locally"] = c.sender_merges;
@@ -247,7 +249,13 @@ int run(const Options& o) {
             (config.worker.max_updates_per_version == 0 || updates_on_version < config.worker.max_updates_per_version);
         // Receive everything waiting (MODEL, CREDIT, FEEDBACK), run the timers, send what the
         // window allows; wait a little for traffic when there is nothing to compute.
-        transport.poll(can_compute ? 0 : 1);
+        if (can_compute) {
+            transport.poll(0);
+        } else {
+            const std::uint64_t wait_start = clock::monotonic_ns();
+            transport.poll(1);
+            s.wait_ns += clock::monotonic_ns() - wait_start;
+        }
         if (transport.take_model(adopted)) {
             model->set_parameters(adopted.parameters);
             updates_on_version = 0;

@@ -124,6 +124,27 @@ def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
     assert sim_check.us_list([500.0, 1000.5]) == "500,1000.5" and sim_check.us_list(12.5) == "12.5"
 
 
+def test_compute_leaves_out_the_time_the_workers_waited(scenario, write_file, tmp_path):
+    # Cluster 1: 2 workers, 10 s each, of which 4 s and 6 s blocked waiting for a model or a newer
+    # version: 10 s busy over 2000 updates. Cluster 2: one worker's wait time is damaged (longer
+    # than its run), so the cluster falls back to the whole wall time, waits included.
+    for w, waited in enumerate((4.0, 6.0)):
+        write_file(f"run/worker-c1-w{w}.json", {"wall_seconds": 10.0, "env_steps": 5000,
+                                                 "updates": {"computed": 1000, "waits_for_version": 900,
+                                                             "wait_seconds": waited}})
+    write_file("run/worker-c2-w0.json", {"wall_seconds": 10.0, "env_steps": 2500,
+                                         "updates": {"computed": 500, "wait_seconds": 2.0}})
+    write_file("run/worker-c2-w1.json", {"wall_seconds": 10.0, "env_steps": 2500,
+                                         "updates": {"computed": 500, "wait_seconds": 11.0}})
+    per_cluster = sim_check.rack_compute(str(tmp_path / "run"), scenario)
+    assert per_cluster["1"]["waited_s"] == pytest.approx(10.0)
+    assert per_cluster["1"]["busy_s"] == pytest.approx(10.0)
+    assert per_cluster["1"]["update_s"] == pytest.approx(5e-3)     # 10 s busy / 2000 updates
+    assert per_cluster["1"]["updates_per_s"] == pytest.approx(100.0)  # still over the wall time
+    assert per_cluster["2"]["waited_s"] is None
+    assert per_cluster["2"]["update_s"] == pytest.approx(0.02)     # 20 s / 1000 updates
+
+
 def write_sim_run(directory, seed, ttt, aom_us, drops, reached=(1, 1)):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "summary.csv"), "w", newline="") as f:

@@ -61,14 +61,16 @@ def parse_quantity(value, key):
 
 def rack_compute(run_dir, scenario):
     """Per cluster, from its shesha-worker metrics JSONs in run_dir: updates computed, env steps,
-    wall seconds, the passes it waited (no model, or max_updates_per_version used up) -> {cid: {...}}
-    with updates_per_s (per worker, over its wall time), steps_per_update and update_s (wall seconds
-    per update, 1 / updates_per_s). Clusters without metrics are left out."""
+    wall seconds, the passes it waited (no model, or max_updates_per_version used up) and the time
+    it waited -> {cid: {...}} with updates_per_s (per worker, over its wall time), steps_per_update,
+    busy_s (wall time not spent waiting) and update_s (busy seconds per update). Clusters without
+    metrics are left out."""
     out = {}
     for cluster in scenario["clusters"]:
         cid = cluster["id"]
-        computed = steps = wall = waits = 0.0
+        computed = steps = wall = waits = waited = 0.0
         workers = 0
+        waits_timed = True
         for worker in range(cluster["workers"]):
             metrics = load_json(os.path.join(run_dir, f"worker-c{cid}-w{worker}.json"))
             if not metrics:
@@ -81,16 +83,23 @@ def rack_compute(run_dir, scenario):
             steps += float(metrics.get("env_steps") or 0)
             wall += float(metrics["wall_seconds"])
             waits += float(updates.get("waits_for_model") or 0) + float(updates.get("waits_for_version") or 0)
+            worker_waited = to_float(updates.get("wait_seconds"))
+            if worker_waited is None or not 0 <= worker_waited < float(metrics["wall_seconds"]):
+                waits_timed = False  # not timed (older metrics) or damaged: fall back to the wall time
+            else:
+                waited += worker_waited
         if not workers:
             continue
-        # Time per update = 1 / (updates per second per worker), over the worker's wall time: the
-        # rack's workers share one core with each other and the learners, so this is the compute
-        # time as the rack saw it. Waits for a model or a new version are in it too (up to 1 ms a
-        # pass, fewer when traffic wakes the worker: not measurable from the metrics); the
-        # simulator models those waits itself (docs/simulation.md, "Checked against the rack").
-        busy = wall
+        # Time per update: the workers' wall time less the time they waited for a model or a newer
+        # version (updates.wait_seconds), over their updates. The rack's workers share one core
+        # with each other and the learners, so this is the compute time as the rack saw it. The
+        # simulator models the waits itself, so they must not be in its compute time too
+        # (docs/simulation.md, "Checked against the rack"). Metrics written before the worker
+        # timed its waits: the whole wall time, waits included.
+        busy = wall - waited if waits_timed else wall
         out[str(cid)] = {"workers": workers, "updates": computed, "env_steps": steps, "wall_s": wall,
-                         "waits": waits, "busy_s": busy, "updates_per_s": computed / wall,
+                         "waits": waits, "waited_s": waited if waits_timed else None, "busy_s": busy,
+                         "updates_per_s": computed / wall,
                          "steps_per_update": steps / computed, "update_s": busy / computed}
     return out
 
