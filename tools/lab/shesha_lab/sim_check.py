@@ -476,8 +476,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "The same scenario in shesha-sim's training workload (real A3C workers and learners in virtual "
              "time, the switch pipeline itself; docs/simulation.md, \"Checked against the rack\"): the same "
              "clusters, cluster YAMLs, workers, shaped learner port, queue, marking, version tolerance, arms and "
-             "seeds, with each run's compute time per update measured in that rack run (its workers' updates "
-             "per second; `sim-check/compute.json`, commands in `sim-check/commands.txt`). Times to target: "
+             "seeds, with each run's compute time per update measured in that rack run (its workers' wall time "
+             "less the time they waited for a model or a newer version, per update; `sim-check/compute.json`, "
+             "commands in `sim-check/commands.txt`). Times to target: "
              "median (fastest..slowest) over the seeds, rack on the learner's wall clock, simulator in virtual "
              "seconds. AoM: median over the seeds of each learner's time-average until it reached its target "
              "(the simulator's: its AoM series, sampled every 10 ms of virtual time, up to the cluster's "
@@ -507,7 +508,7 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
     if computes:
         lines += ["", "Compute time per run (`training.step_us` / `training.update_us`: the simulator's measured "
                   f"split of {MACHINE_STEP_US:g} us per step and {MACHINE_UPDATE_US:g} us per gradient, scaled so "
-                  "that each cluster's time per update is the rack's, 1 / its updates per second per worker; one "
+                  "that each cluster's time per update is the rack's busy time per update; one "
                   "value per cluster, in the scenario's order):", ""]
         lines += ["| arm | seed | step (us) | update (us) | " + " | ".join(
             f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
