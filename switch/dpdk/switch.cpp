@@ -230,10 +230,17 @@ unsigned Switch::poll_round(unsigned lcore, std::uint64_t now) noexcept {
 }
 
 void Switch::apply_peer_updates(Lcore& lc) noexcept {
-    std::array<core::PeerUpdate, kPeerUpdatesPerRound> updates;
-    const unsigned n = rte_ring_sc_dequeue_burst_elem(lc.inbox, updates.data(), sizeof(core::PeerUpdate),
-                                                      kPeerUpdatesPerRound, nullptr);
-    for (unsigned i = 0; i < n; ++i) lc.pipeline.apply_peer_update(updates[i]);
+    // Almost every round finds the inbox empty. The buffer is raw bytes: an array of PeerUpdate
+    // would be zeroed on every call (its members have initializers), 2.5 KB per round, which was
+    // 2.2 % of each lcore's cycles on null64 with 2 lcores.
+    if (rte_ring_empty(lc.inbox)) return;
+    alignas(core::PeerUpdate) std::byte raw[kPeerUpdatesPerRound * sizeof(core::PeerUpdate)];
+    const unsigned n = rte_ring_sc_dequeue_burst_elem(lc.inbox, raw, sizeof(core::PeerUpdate), kPeerUpdatesPerRound, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+        core::PeerUpdate u;
+        std::memcpy(&u, raw + i * sizeof u, sizeof u);
+        lc.pipeline.apply_peer_update(u);
+    }
 }
 
 // A full inbox loses the update; the once-a-second export repeats every station and member.

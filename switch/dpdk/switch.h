@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "counters.h"
@@ -68,6 +69,7 @@ struct MbufIo {
 };
 
 static_assert(sizeof(core::PeerUpdate) % 4 == 0, "rte_ring elements are multiples of 4 bytes");
+static_assert(std::is_trivially_copyable_v<core::PeerUpdate>, "PeerUpdates cross lcores as bytes through rte_ring");
 
 class Switch {
 public:
