@@ -41,6 +41,10 @@ for w in 1 2; do
     check "worker $w: sent updates and adopted models" "j('$F', 'chunks.sent') > 0 and j('$F', 'model.versions_adopted') > 1"
     check "worker $w: ran episodes" "j('$F', 'episodes.count') > 0 and j('$F', 'env_steps_per_s') > 0"
     check "worker $w: window sampled" "len(j('$F', 'window.samples')) > 0"
+    # max_updates_per_version (4) makes every worker wait for newer versions; the time it waited
+    # is what the lab's check against the simulator leaves out of its compute time.
+    check "worker $w: waited for models, and timed the waits within its run" \
+        "j('$F', 'updates.waits_for_version') + j('$F', 'updates.waits_for_model') > 0 and 0 < j('$F', 'updates.wait_seconds') < j('$F', 'wall_seconds')"
 done
 # The learner's count is the workers' counters as last reported in GRADIENT chunks; the workers
 # ran on after the learner stopped, so their own totals can only be larger.
