@@ -163,6 +163,14 @@ def write_sim_run(directory, seed, ttt, aom_us, drops, reached=(1, 1)):
         w.writerow(["label", "cluster", "aom_mean_us"])
         for c in (0, 1):
             w.writerow([f"x-{seed}", c, aom_us[c]])
+    # Evaluations at 1, 2 and 20 s, 200 versions a second; cluster 1 publishes every second
+    # version after 2 s (100 a second from 2 s to 20 s).
+    with open(os.path.join(directory, "curve.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "cluster", "t_s", "version"])
+        for c in (0, 1):
+            for t_s, version in ((1.0, 201), (2.0, 401), (20.0, 4001 if c == 0 else 2201)):
+                w.writerow([f"x-{seed}", c, t_s, version])
 
 
 def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
@@ -171,7 +179,10 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     results = {"fifo": {}}
     for seed, (t1, t2) in zip((1, 2, 3), ((8.0, 30.0), (10.0, None), (12.0, 40.0))):
         results["fifo"][str(seed)] = {"drops": 1000 * seed, "clusters": {
-            "1": {"time_to_target_s": t1, "aom_mean_ms": 20.0, "sent": 500, "contributions": 400},
+            "1": {"time_to_target_s": t1, "aom_mean_ms": 20.0, "sent": 500, "contributions": 400,
+                  # 150 versions a second from the first evaluation on; the row past the target
+                  # (9 s, after 8 s on seed 1) is left out there
+                  "series": [{"t_s": 1.0, "version": 1}, {"t_s": 5.0, "version": 601}, {"t_s": 9.0, "version": 1201}]},
             "2": {"time_to_target_s": t2, "aom_mean_ms": 10.0, "sent": 500, "contributions": 400}}}
     # The simulator: cluster 1 at 9, 11, 13 s (median 11: inside 8..12), AoM 30 ms (1.5x: inside 2x);
     # cluster 2 at 50, 60 s and never (median 60: the rack's slowest seed never reached it, so inside),
@@ -188,10 +199,15 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     rows = [l for l in lines if l.startswith("| fifo |")]
     # The simulator's updates/s/worker over each cluster's own run (it stops at its target): 6,000
     # gradients by 3 workers in 9, 11, 13 s (median 181.8), and in 50, 60 s and the 20 s run (40.0).
+    # Versions/s from the first evaluation to the target: the rack's cluster 1 150 (seed 1 stops at
+    # 8 s, before the 9 s row; the others include it: 150 too), its cluster 2 has no series (n/a);
+    # the simulator's cluster 1 200 (to 2 s), cluster 2 (2201 - 201) / 19 s = 105.3 (its targets
+    # at 50 and 60 s and never all include the 20 s row).
     assert rows[0] == ("| fifo | 1 (CartPole-v1) | 10.0 (8.0..12.0) | 11.0 (9.0..13.0) | yes | 20.0 | 30.0 | 1.50 | "
-                       "yes | 2,000 | 4,000 | 20.0 % | 10.0 % | 100.0 | 181.8 |")
+                       "yes | 2,000 | 4,000 | 20.0 % | 10.0 % | 100.0 | 181.8 | 150.0 | 200.0 |")
     assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
-                       "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 |")
+                       "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 | n/a | 105.3 |")
+    assert sim_check.publish_rate([{"t_s": 1.0, "version": 5}]) is None  # one evaluation: no rate
     assert rows[2] == "| fifo | 1 | 50 | 1200 | 100.0, 5.00 | 90.0, 4.90 |"
     text = "\n".join(lines)
     assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text

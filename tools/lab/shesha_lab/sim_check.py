@@ -318,6 +318,18 @@ def run_sim_check(out, build, log=print, sim=None):
 # ----------------------------------------------------------------------------------------------
 # Reading the simulator's runs, and the side-by-side section.
 
+def publish_rate(rows, until_s=None):
+    """Model versions a learner published per second between its first evaluation and its last one
+    up to until_s (its target), from evaluation rows with t_s and version; None without two of them.
+    From the first evaluation, not from 0, so that the rack's start-up (workers starting after
+    their learner) does not count."""
+    rows = [r for r in rows if r.get("t_s") is not None and r.get("version") is not None
+            and (until_s is None or r["t_s"] <= until_s + 1e-6)]
+    if len(rows) < 2 or rows[-1]["t_s"] <= rows[0]["t_s"]:
+        return None
+    return (rows[-1]["version"] - rows[0]["version"]) / (rows[-1]["t_s"] - rows[0]["t_s"])
+
+
 def read_sim_run(run_dir):
     """One simulator run's numbers from its CSVs -> {"clusters": {cid: {...}}, "drops", ...} or None.
     The simulator numbers clusters from 0 in the scenario's order; cids maps them back."""
@@ -336,6 +348,9 @@ def read_sim_run(run_dir):
            "sim_end_s": (to_float(row.get("sim_end_ms")) or 0) / 1000.0, "wall_s": to_float(row.get("wall_s")),
            "clusters": {}}
     series = series_aom(os.path.join(run_dir, "series.csv"))
+    curve = {}
+    for r in read_csv_rows(os.path.join(run_dir, "curve.csv")):
+        curve.setdefault(r.get("cluster"), []).append({"t_s": to_float(r.get("t_s")), "version": to_float(r.get("version"))})
     for t in training:
         index = t["cluster"]
         ttt = to_float(t["seconds_to_target"]) if t.get("reached") == "1" else None
@@ -351,7 +366,8 @@ def read_sim_run(run_dir):
                 core_us / 1000.0 if core_us is not None else None),
             "aom_core_ms": core_us / 1000.0 if core_us is not None else None,
             "gradients": to_float(t.get("gradients_computed")), "env_steps": to_float(t.get("env_steps")),
-            "best_return": to_float(t.get("best_eval_mean"))}
+            "best_return": to_float(t.get("best_eval_mean")),
+            "versions_per_s": publish_rate(curve.get(index, []), ttt)}
     return out
 
 
@@ -455,6 +471,11 @@ def comparison_rows(scenario, results, sim_runs, computes=None):
                 "sim_lost_pct": median_or_none([lost(sim_runs[name][s].get("contributions_sent"),
                                                      sim_runs[name][s].get("contributions_applied")) for s in seeds]),
                 "rack_updates_per_s": rack_rate, "sim_updates_per_s": sim_rate,
+                # Each learner's publishes per second (to its target): workers compute at most
+                # max_updates_per_version gradients per version, so this bounds their rate.
+                "rack_versions_per_s": median_or_none([publish_rate(c.get("series") or [], c.get("time_to_target_s"))
+                                                       for c in rack]),
+                "sim_versions_per_s": median_or_none([c.get("versions_per_s") for c in sim]),
             })
     return rows
 
@@ -485,18 +506,21 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "target; its LearnerCore figure also counts the time after the stop). Drops (per arm): tail drops "
              "at the learner port (packets), and contributions lost (sent but never applied, % of those sent). "
              "Updates/s: gradients per second per worker over the cluster's run, to its target or the end "
-             "(rack: wall time; simulator: virtual).", ""]
+             "(rack: wall time; simulator: virtual). Versions/s: the models its learner published per second, "
+             "from its first evaluation to its target or its last (with `max_updates_per_version` a worker "
+             "computes at most that many gradients per version).", ""]
     lines += ["| arm | cluster | time to target rack (s) | simulator (s) | within rack's range | AoM rack (ms) | "
               "simulator (ms) | ratio | within 2x | drops rack | simulator | lost rack | simulator | "
-              "updates/s/worker rack | simulator |",
-              "|" + "---|" * 15]
+              "updates/s/worker rack | simulator | versions/s rack | simulator |",
+              "|" + "---|" * 17]
     for r in rows:
         lines.append(
             f"| {r['arm']} | {r['cluster']} ({r['env']}) | {r['rack_ttt_cell']} | {r['sim_ttt_cell']} | "
             f"{'yes' if r['ttt_ok'] else '**no**'} | {_fmt(r['rack_aom_ms'])} | {_fmt(r['sim_aom_ms'])} | "
             f"{_fmt(r['aom_ratio'], 2)} | {'yes' if r['aom_ok'] else '**no**'} | {_fmt(r['rack_drops'], 0)} | "
             f"{_fmt(r['sim_drops'], 0)} | {_fmt(r['rack_lost_pct'])} % | {_fmt(r['sim_lost_pct'])} % | "
-            f"{_fmt(r['rack_updates_per_s'])} | {_fmt(r['sim_updates_per_s'])} |")
+            f"{_fmt(r['rack_updates_per_s'])} | {_fmt(r['sim_updates_per_s'])} | "
+            f"{_fmt(r['rack_versions_per_s'])} | {_fmt(r['sim_versions_per_s'])} |")
     if rows:
         ttt_met = sum(r["ttt_ok"] for r in rows)
         aom_met = sum(r["aom_ok"] for r in rows)
