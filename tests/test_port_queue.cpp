@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "port_queue.h"
@@ -385,4 +386,57 @@ TEST_CASE("shares: not counted with fewer than two clusters", "[port_queue][shar
     const std::vector<SchedulingClass> dup{{1, 1}, {1, 2}};
     PortQueue d(config(), Scheduling::Fifo, dup);
     CHECK(d.shares().empty());
+}
+
+TEST_CASE("known_empty: only while the queue certainly holds nothing, under FIFO, shares and DRR", "[port_queue]") {
+    const std::vector<SchedulingClass> two{{1, 1}, {2, 1}};
+    const std::vector<SchedulingClass> one{{1, 1}};
+    struct Mode {
+        Scheduling scheduling;
+        std::span<const SchedulingClass> classes;
+    };
+    for (const Mode mode : {Mode{Scheduling::Fifo, one}, Mode{Scheduling::Fifo, two}, Mode{Scheduling::Drr, two}}) {
+        PortQueue q(config(64), mode.scheduling, mode.classes);
+        Packets p;
+        void* handles[64];
+        std::uint32_t lens[64];
+        std::uint16_t contributions[64];
+        REQUIRE(q.known_empty());
+        REQUIRE(q.dequeue_burst(0, handles, lens, contributions, 8) == 0);
+        REQUIRE(q.known_empty());
+        q.enqueue(p.make(1, 1), 0);
+        REQUIRE_FALSE(q.known_empty());
+        q.enqueue(p.make(2, 1), 0);
+        // A burst that takes exactly what waits may leave more behind as far as it knows.
+        REQUIRE(q.dequeue_burst(0, handles, lens, contributions, 1) == 1);
+        REQUIRE_FALSE(q.known_empty());
+        REQUIRE(q.dequeue_burst(0, handles, lens, contributions, 1) == 1);
+        REQUIRE_FALSE(q.known_empty());
+        REQUIRE(q.depth() == 0);
+        // Fewer than asked for: empty.
+        REQUIRE(q.dequeue_burst(0, handles, lens, contributions, 8) == 0);
+        REQUIRE(q.known_empty());
+        Arrival burst[3] = {p.make(1, 1), p.make(2, 1), p.make(1, 1)};
+        EnqueueResult results[3];
+        q.enqueue_burst(burst, 3, 0, results);
+        REQUIRE_FALSE(q.known_empty());
+        // Single dequeues never claim it (pull mode asks depth()).
+        Departure d;
+        while (q.dequeue(0, d)) {}
+        REQUIRE(q.depth() == 0);
+        REQUIRE_FALSE(q.known_empty());
+        // Random work: known_empty() implies depth() == 0, and a burst short of max sets it.
+        std::srand(7);
+        for (int i = 0; i < 2000; ++i) {
+            if (std::rand() % 2 == 0) {
+                q.enqueue(p.make(static_cast<std::uint16_t>(1 + std::rand() % 3), 1), 0);
+                REQUIRE_FALSE(q.known_empty());
+            } else {
+                const std::uint32_t max = static_cast<std::uint32_t>(std::rand() % 4);
+                const std::uint32_t got = q.dequeue_burst(0, handles, lens, contributions, max);
+                REQUIRE(q.known_empty() == (got < max || (max == 0 && q.known_empty())));
+            }
+            if (q.known_empty()) REQUIRE(q.depth() == 0);
+        }
+    }
 }

@@ -79,7 +79,8 @@ struct StageCursor {
         tx_contrib = p.tx_contributions.data();
         n_tx = n_tx_loaded = p.n_tx;
         bypass_bytes = p.bypass_bytes;
-        bypass_limit = bypass_allowed && p.bypass_ok && p.n_pending == 0 && staged == 0 && p.queue.depth() == 0 ? burst : 0;
+        bypass_limit = bypass_allowed && p.bypass_ok && p.n_pending == 0 && staged == 0 &&
+                               (p.queue.known_empty() || p.queue.depth() == 0) ? burst : 0;
     }
     [[gnu::always_inline]] inline void write_back() noexcept {
         port->n_staged = staged;

@@ -60,6 +60,7 @@ std::size_t PortQueue::class_of(std::uint16_t cluster_id) const noexcept {
 }
 
 EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
+    known_empty_ = false;
     // Only a GRADIENT (it carries contributions) belongs to its cluster's class.
     const std::size_t c = a.contributions != 0 ? class_of(a.cluster_id) : 0;
     const bool was_idle = fair_lag_ != 0 && queues_[c]->depth() == 0;
@@ -73,6 +74,7 @@ EnqueueResult PortQueue::enqueue(const Arrival& a, std::uint64_t now) noexcept {
 
 std::uint32_t PortQueue::enqueue_burst(const Arrival* arrivals, std::uint32_t n, std::uint64_t now,
                                        EnqueueResult* results) noexcept {
+    if (n != 0) known_empty_ = false;
     if (queues_.size() > 1) {
         // Per-cluster classes: each arrival to its own class, in order, as n calls of enqueue().
         std::uint32_t exceptions = 0;
@@ -273,6 +275,14 @@ bool PortQueue::dequeue(std::uint64_t now, Departure& out) noexcept {
 
 std::uint32_t PortQueue::dequeue_burst(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
                                        std::uint16_t* contributions, std::uint32_t max) noexcept {
+    // Fewer than asked for: every class is empty now.
+    const std::uint32_t n = dequeue_burst_classes(now, handles, frame_lens, contributions, max);
+    if (n < max) known_empty_ = true;
+    return n;
+}
+
+std::uint32_t PortQueue::dequeue_burst_classes(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
+                                               std::uint16_t* contributions, std::uint32_t max) noexcept {
     if (queues_.size() == 1) {
         if (shares_.empty()) return queues_[0]->dequeue_burst(now, handles, frame_lens, contributions, max);
         std::uint32_t n = 0;

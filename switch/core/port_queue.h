@@ -88,6 +88,10 @@ public:
     void count_batch_merges(const BatchMergeCounts& c) noexcept;
 
     std::uint32_t depth() const noexcept;                    // packets waiting, every class
+    // True only while the queue certainly holds nothing: since construction or since a
+    // dequeue_burst() that returned fewer than asked for, with no enqueue since. Inline, so that a
+    // port whose frames all bypass its empty queue pays no call per round (false: ask depth()).
+    bool known_empty() const noexcept { return known_empty_; }
     std::uint64_t depth_bytes() const noexcept;
     std::uint32_t capacity() const noexcept;                 // slots of one class
     // Statistics summed over the classes (depth_max: the largest of any class).
@@ -112,6 +116,8 @@ public:
 
 private:
     std::size_t pick() noexcept;  // DRR: the class whose head goes next; SIZE_MAX if all are empty
+    std::uint32_t dequeue_burst_classes(std::uint64_t now, void** handles, std::uint32_t* frame_lens,
+                                        std::uint16_t* contributions, std::uint32_t max) noexcept;
     std::size_t pick_bounded_lag() noexcept;
     void join(std::size_t c) noexcept;  // bounded lag: class c has just become backlogged
     std::int64_t least_service(std::size_t except) const noexcept;  // over backlogged classes; INT64_MAX if none
@@ -130,6 +136,7 @@ private:
     std::vector<std::int64_t> unit_cost_;  // kServiceScale / weight (rounded down past weight 16)
     std::uint32_t fair_lag_ = 0;
     bool chunk_follow_ = false;
+    bool known_empty_ = true;
     std::vector<std::pair<std::uint16_t, std::uint8_t>> class_by_cluster_;  // sorted by cluster (DRR)
     std::size_t current_ = 0;        // DRR: the class whose turn it is
     bool turn_started_ = false;      // its quantum was added for this turn

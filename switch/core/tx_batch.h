@@ -65,7 +65,8 @@ struct TxBatch {
         if (bucket.unlimited()) {
             // No shaper: take the whole burst from the queue at once, straight into the TX arrays.
             static_assert(sizeof(Handle) == sizeof(void*));
-            n += queue.dequeue_burst(now, reinterpret_cast<void**>(out + n), len + n, contrib + n, burst - std::min(n, burst));
+            if (!queue.known_empty())
+                n += queue.dequeue_burst(now, reinterpret_cast<void**>(out + n), len + n, contrib + n, burst - std::min(n, burst));
         } else {
             while (n < burst) {
                 const std::uint32_t front = queue.front_len();
