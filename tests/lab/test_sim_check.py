@@ -36,7 +36,7 @@ def test_the_sim_scenario_is_the_lab_scenario(scenario):
         assert s["workload.cluster_workers"] == "3,3"
         assert s["training.clusters"] == "a.yaml,b.yaml"
         assert s["training.targets"] == "475,-100"
-        assert s["links.learner_gbps"] == "0.04"                    # rate: 40M
+        assert s["links.learner_gbps"] == "0.03"                    # rate: 30M
         assert s["queue.capacity_packets"] == "128"
         assert s["queue.capacity_bytes"] == str(8 * 1024 * 1024)   # queue_bytes: 8MiB
         assert s["queue.mark_depth_packets"] == "32"

@@ -50,7 +50,7 @@ assert s["clusters"] == [1, 2] and s["horizon"] == 6, s
 assert all(r["verified"] for r in s["results"].values()) and len(s["results"]) == 3, s["results"]
 EOF
 done
-has "$out/lab-default.log" "abstracted: switches[0].bottleneck.rate: 40M: the model counts time in steps of one departure"
+has "$out/lab-default.log" "abstracted: switches[0].bottleneck.rate: 30M: the model counts time in steps of one departure"
 has "$out/lab-default.log" "abstracted: clusters[0].workers: 3: one sender per cluster"
 has "$out/lab-fairness.log" "abstracted: clusters[1].workers: 4: one sender per cluster"
 [[ -z $(ls "$out"/lab-*-*.json 2>/dev/null) ]] || fail "a verified deployment wrote a counterexample"
