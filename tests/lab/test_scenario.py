@@ -55,7 +55,7 @@ def test_default_scenario_as_shipped(source_root):
     assert [(c["id"], c["env"], c["workers"], c["switch"], c["worker_switch"]) for c in scenario["clusters"]] == [
         (1, "CartPole-v1", 3, "tor", "tor"), (2, "Acrobot-v1", 3, "tor", "tor")]
     assert scenario["switches"][0]["bottleneck"] == {
-        "rate": "40M", "burst_bytes": "16KiB", "queue_packets": 128, "queue_bytes": "8MiB",
+        "rate": "30M", "burst_bytes": "16KiB", "queue_packets": 128, "queue_bytes": "8MiB",
         "mark_depth_packets": 32, "mark_sojourn_us": 0}
     quick = load_scenario(os.path.join(source_root, "configs", "lab-default.yaml"), quick=True)
     assert (quick["duration_s"], quick["seeds"]) == (25, [1])

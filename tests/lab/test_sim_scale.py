@@ -35,8 +35,7 @@ def error_of(write_file, extra):
 
 def test_defaults_and_the_shipped_scenario(write_file, source_root):
     at_scale = scenario_with(write_file)["at_scale"]
-    assert at_scale["main"] == [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000},
-                                {"workers": 256, "seeds": [1], "duration_ms": 2000}]
+    assert at_scale["main"] == [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000}]
     assert [r["workers"] for r in at_scale["full"]] == [64, 256, 1024]
     assert at_scale["quick"] == [{"workers": 64, "seeds": [1], "duration_ms": 1000}]
     assert (at_scale["overload"], at_scale["model_delivery"], at_scale["compute_threads"]) == (4.0, "replicated", 2)
@@ -44,6 +43,7 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
     shipped = load_scenario(os.path.join(source_root, "configs", "lab-default.yaml"))["at_scale"]
     assert shipped["large_configs"] == ["configs/cluster-cartpole-1k.yaml", "configs/cluster-acrobot-1k.yaml"]
     assert shipped["large_from"] == 1024
+    assert shipped["main"] == [{"workers": 64, "seeds": [1, 2, 3], "duration_ms": 3000}]
     assert [(r["workers"], r["seeds"]) for r in shipped["full"]] == [(64, [1, 2, 3]), (256, [1, 2, 3]),
                                                                      (1024, [1, 2, 3])]
     given = scenario_with(write_file, "at_scale:\n  main:\n    - {workers: 32}\n")["at_scale"]["main"]
