@@ -2,7 +2,7 @@
 # The Shesha lab, one command: installs the Debian packages it needs, builds the switch, the
 # traffic tools and the DRL learner/worker in build/, and runs a virtual-rack experiment (the
 # default scenario: FIFO against full Shesha, seeds 1-3; configs/lab-four-arms.yaml has four arms),
-# writing report-lab-<time>/report.md with tables and plots. The default scenario takes about 4-7
+# writing report-lab-<time>/report.md with tables and plots. The default scenario takes about 8.5
 # minutes (a run ends early once every job reached its target). --seeds 4-13 runs other seeds.
 #
 # usage: sudo tools/lab.sh [--no-install] [--build-dir DIR] [SCENARIO.yaml] [shesha-lab options...]
