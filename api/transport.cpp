@@ -354,6 +354,7 @@ WorkerCounters WorkerTransport::counters() const {
     w.feedback_reductions = s.feedback_reductions;
     w.round_reductions = s.round_reductions;
     w.round_increases = s.round_increases;
+    w.slow_start_increases = s.slow_start_increases;
     w.credit_timeouts = s.credit_timeouts;
     w.chunks_presumed_lost = s.chunks_presumed_lost;
     w.chunks_expired = s.chunks_expired;

@@ -91,7 +91,7 @@ void read_optimizer(const Reader& r, const Value& v, rl::OptimizerConfig& o) {
 void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     const MapView map = r.map(v, {"chunk_elems", "w_init", "w_min", "w_max", "additive_increase", "gain",
                                   "alpha_init", "credit_timeout_ms", "merge_version_gap", "merge_aware", "merge_floor",
-                                  "bank_excess", "flight_expiry_rtts", "flight_expiry_ms"});
+                                  "bank_excess", "flight_expiry_rtts", "flight_expiry_ms", "slow_start"});
     if (auto x = map.get("chunk_elems")) t.chunk_elems = static_cast<std::uint32_t>(r.uint(*x, 1, proto::kMaxElements));
     // Below 1 the sender paces: one chunk in flight, the next (1/W - 1) round trips after its credit.
     if (auto x = map.get("w_min")) t.w_min = r.number(*x, 1.0 / 1024, 65535.0);
@@ -124,6 +124,7 @@ void read_transport(const Reader& r, const Value& v, TransportConfig& t) {
     if (auto x = map.get("merge_version_gap")) t.merge_version_gap = static_cast<std::uint32_t>(r.uint(*x, 0, UINT32_MAX));
     if (auto x = map.get("merge_aware")) t.merge_aware = r.boolean(*x);
     if (auto x = map.get("bank_excess")) t.bank_excess = r.boolean(*x);
+    if (auto x = map.get("slow_start")) t.slow_start = r.boolean(*x);
     if (auto x = map.get("flight_expiry_rtts")) {
         t.flight_expiry_rtts = r.number(*x, 0.0, 1000.0);
         if (t.flight_expiry_rtts != 0 && t.flight_expiry_rtts < 1)
@@ -271,6 +272,7 @@ transport::SenderConfig sender_config(const ClusterConfig& c, std::uint16_t clus
     s.w_min = c.transport.w_min;
     s.w_max = c.transport.w_max;
     s.additive_increase = c.transport.additive_increase;
+    s.slow_start = c.transport.slow_start;
     s.gain = c.transport.gain;
     s.alpha_init = c.transport.alpha_init;
     s.credit_timeout_ns = std::uint64_t{c.transport.credit_timeout_ms} * 1'000'000;

@@ -35,6 +35,7 @@ struct TransportConfig {
     double w_min = 1;
     double w_max = 256;
     double additive_increase = 1;
+    bool slow_start = true;    // double the window per unmarked round until the first cut (SenderConfig::slow_start)
     double gain = 1.0 / 16;
     double alpha_init = 1.0;
     std::uint32_t credit_timeout_ms = 200;  // at least 1: 0 is refused (a worker would wait forever)
@@ -42,7 +43,7 @@ struct TransportConfig {
     bool merge_aware = false;  // window cuts scaled down by the switch's reported merge fraction
     double merge_floor = 0;    // with merge_aware: no window below this while the queue merges (0: off)
     bool bank_excess = false;  // keep credit units that find nothing in flight (SenderConfig::bank_excess)
-    double flight_expiry_rtts = 0;       // SenderConfig::flight_expiry_rtts (0: off)
+    double flight_expiry_rtts = 2;       // SenderConfig::flight_expiry_rtts (0: off)
     std::uint32_t flight_expiry_ms = 0;  // SenderConfig::flight_expiry_ns: a fixed expiry instead (0: none)
 };
 

@@ -46,7 +46,8 @@ py::dict worker_counters(const shesha::WorkerCounters& c) {
     SHESHA_FIELD(credits_received); SHESHA_FIELD(credits_excess); SHESHA_FIELD(credits_banked);
     SHESHA_FIELD(chunks_prepaid); SHESHA_FIELD(banked); SHESHA_FIELD(ce_echoes);
     SHESHA_FIELD(feedback_received); SHESHA_FIELD(feedback_reductions); SHESHA_FIELD(feedback_ignored);
-    SHESHA_FIELD(round_reductions); SHESHA_FIELD(round_increases); SHESHA_FIELD(credit_timeouts);
+    SHESHA_FIELD(round_reductions); SHESHA_FIELD(round_increases); SHESHA_FIELD(slow_start_increases);
+    SHESHA_FIELD(credit_timeouts);
     SHESHA_FIELD(chunks_presumed_lost); SHESHA_FIELD(chunks_expired); SHESHA_FIELD(ack_rtt_ns); SHESHA_FIELD(flight_expiry_ns); SHESHA_FIELD(window); SHESHA_FIELD(alpha); SHESHA_FIELD(in_flight);
     SHESHA_FIELD(pending_chunks); SHESHA_FIELD(datagrams); SHESHA_FIELD(decode_errors); SHESHA_FIELD(foreign);
     SHESHA_FIELD(unexpected); SHESHA_FIELD(marks_ignored); SHESHA_FIELD(models_adopted);

@@ -36,6 +36,7 @@ SenderConfig small_config() {
     c.gain = 0.25;  // a power of two, so every alpha below is exact in binary
     c.alpha_init = 0;
     c.credit_timeout_ns = 200;
+    c.slow_start = false;  // most scripts below are about congestion avoidance; slow start has its own
     return c;
 }
 
@@ -182,6 +183,83 @@ TEST_CASE("window grows by additive_increase per unmarked round and clamps at w_
     CHECK(s.counters().round_increases == 3);
     CHECK(s.counters().round_reductions == 0);
     CHECK(s.alpha() == 0.0);
+}
+
+TEST_CASE("slow start doubles the window per unmarked round until the first marked round, then adds") {
+    SenderConfig c = small_config();
+    c.slow_start = true;
+    c.w_max = 64;
+    CreditSender s(c);  // W = 4, 64 chunks pending
+    offer_ones(s);
+    CHECK(s.in_slow_start());
+    CHECK(send_burst(s) == 4);
+    s.on_credit(credit(4), 0, 1);
+    CHECK(s.window() == 8.0);
+    CHECK(send_burst(s) == 8);
+    s.on_credit(credit(8), 0, 2);
+    CHECK(s.window() == 16.0);
+    CHECK(s.counters().slow_start_increases == 2);
+    // A marked round ends it: F = 2/16, alpha = 0.25 * 0.125 = 0.03125, W = 16 * (1 - 0.015625).
+    CHECK(send_burst(s) == 16);
+    s.on_credit(credit(16, 2), proto::flag::kCongestionEcho, 3);
+    CHECK_FALSE(s.in_slow_start());
+    CHECK(s.window() == 15.75);
+    // From then on an unmarked round adds additive_increase, as without slow start.
+    CHECK(send_burst(s) == 15);
+    s.on_credit(credit(15), 0, 4);
+    CHECK(s.window() == 16.75);
+    CHECK(s.counters().slow_start_increases == 2);
+    CHECK(s.counters().round_increases == 3);
+    CHECK(s.counters().round_reductions == 1);
+}
+
+TEST_CASE("slow start grows by what the round credited, at most doubling, and stops at w_max") {
+    SenderConfig c = small_config();
+    c.slow_start = true;
+    c.model_elems = 3;  // three one-element chunks per update: the sender cannot fill W = 4
+    c.w_max = 9;
+    CreditSender s(c);
+    offer_ones(s);
+    CHECK(send_burst(s) == 3);
+    s.on_credit(credit(3), 0, 1);
+    CHECK(s.window() == 7.0);  // 4 + the 3 credited, not 8
+    offer_ones(s, 2);
+    CHECK(send_burst(s) == 3);
+    s.on_credit(credit(3), 0, 2);
+    CHECK(s.window() == 9.0);  // 7 + 3 clamped at w_max
+    CHECK(s.in_slow_start());
+}
+
+TEST_CASE("slow start ends at a FEEDBACK cut and at a credit timeout") {
+    SenderConfig c = small_config();
+    c.slow_start = true;
+    c.w_max = 64;
+    {
+        CreditSender s(c);
+        offer_ones(s);
+        CHECK(send_burst(s) == 4);
+        proto::FeedbackBody fb;
+        fb.mark_permille = 500;
+        s.on_feedback(fb, 1);  // W = 4 * 0.75 = 3
+        CHECK_FALSE(s.in_slow_start());
+        s.on_credit(credit(4), 0, 2);  // the round that had its cut neither grows nor doubles
+        CHECK(s.window() == 3.0);
+        CHECK(send_burst(s) == 3);
+        s.on_credit(credit(3), 0, 3);
+        CHECK(s.window() == 4.0);  // additive from here
+        CHECK(s.counters().slow_start_increases == 0);
+    }
+    {
+        CreditSender s(c);
+        offer_ones(s);
+        CHECK(send_burst(s, 0) == 4);
+        CHECK(s.on_timeout(1000));
+        CHECK_FALSE(s.in_slow_start());
+        CHECK(send_burst(s, 1000) == 4);
+        s.on_credit(credit(4), 0, 1001);
+        CHECK(s.window() == 5.0);
+        CHECK(s.counters().slow_start_increases == 0);
+    }
 }
 
 TEST_CASE("a round ends only when every chunk sent before it began is credited") {
@@ -1134,7 +1212,7 @@ TEST_CASE("flight_expiry_ns: the oldest chunks leave flight once out that long, 
 }
 
 TEST_CASE("flight_expiry_rtts: chunks out longer than that many acknowledged round trips leave flight; none before a sample") {
-    CHECK(SenderConfig{}.flight_expiry_rtts == 0.0);  // off unless asked for (docs/transport.md)
+    CHECK(SenderConfig{}.flight_expiry_rtts == 2.0);  // on by default (docs/transport.md)
     SenderConfig c = expiry_config();
     c.credit_timeout_ns = 0;
     c.flight_expiry_rtts = 2;

@@ -162,12 +162,16 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {bank_excess: true}\n", "m.yaml"), 1, 1, 100)
               .bank_excess);
     CHECK(error_of("env: CartPole-v1\ntransport: {bank_excess: 2}\n").find("transport.bank_excess") != std::string::npos);
+    CHECK(sc.slow_start);  // on unless the file turns it off (docs/transport.md, "Slow start")
+    CHECK_FALSE(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {slow_start: false}\n", "m.yaml"), 1, 1, 100)
+                    .slow_start);
+    CHECK(error_of("env: CartPole-v1\ntransport: {slow_start: 3}\n").find("transport.slow_start") != std::string::npos);
     CHECK(sc.flight_expiry_ns == 0);
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_ms: 50}\n", "m.yaml"), 1, 1, 100)
               .flight_expiry_ns == 50'000'000);
     CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_ms: -1}\n").find("transport.flight_expiry_ms") != std::string::npos);
-    // Flight expiry in acknowledged round trips: off unless set, below 1 refused by name.
-    CHECK(sc.flight_expiry_rtts == 0.0);
+    // Flight expiry in acknowledged round trips: on (2) unless set, below 1 refused by name.
+    CHECK(sc.flight_expiry_rtts == 2.0);  // on unless the file turns it off
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_rtts: 0}\n", "m.yaml"), 1, 1, 100)
               .flight_expiry_rtts == 0.0);
     CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {flight_expiry_rtts: 3.5}\n", "m.yaml"), 1, 1, 100)

@@ -132,6 +132,7 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["credit"]["feedback_reductions"] = c.feedback_reductions;
     j["credit"]["round_reductions"] = c.round_reductions;
     j["credit"]["round_increases"] = c.round_increases;
+    j["credit"]["slow_start_increases"] = c.slow_start_increases;  // of those, doublings (transport.slow_start)
     j["window"] = json::Json::object();
     j["window"]["current"] = c.window;
     j["window"]["alpha"] = c.alpha;

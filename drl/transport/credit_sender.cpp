@@ -51,6 +51,7 @@ CreditSender::CreditSender(const SenderConfig& cfg) : cfg_(cfg) {
     order_.assign(layout_.chunk_count, 0);
     window_ = cfg.w_init;
     alpha_ = cfg.alpha_init;
+    in_slow_start_ = cfg.slow_start;
     runs_.assign(static_cast<std::size_t>(std::min(cfg.w_max, kMaxFlightRuns)) + 1, FlightRun{});
     next_seq_ = cfg.first_seq;
 }
@@ -272,6 +273,7 @@ bool CreditSender::on_timeout(std::uint64_t now_ns) noexcept {
     // A progress time stamped after now (caller clocks race) is simply not expired yet.
     if (now_ns < last_progress_ns_ || now_ns - last_progress_ns_ < cfg_.credit_timeout_ns) return false;
     ++c_.credit_timeouts;
+    in_slow_start_ = false;
     trim_bank(0);  // the learner fell silent: nothing kept from before counts
     c_.chunks_presumed_lost += in_flight_;
     retired_total_ += in_flight_;
@@ -297,6 +299,7 @@ double CreditSender::floor() const noexcept {
 }
 
 void CreditSender::cut_window(double a) noexcept {
+    in_slow_start_ = false;
     window_ = std::max(floor(), window_ * (1.0 - a / 2.0));
     trim_bank(window_ >= 1.0 ? usable_window() : 0);
 }
@@ -327,7 +330,13 @@ void CreditSender::end_round() noexcept {
     } else {
         // Below one chunk the window grows in proportion (doubling at most per round), so a paced
         // sender climbs back as fast as it was cut.
-        window_ = std::min(cfg_.w_max, window_ + cfg_.additive_increase * std::min(1.0, window_));
+        if (in_slow_start_ && window_ >= 1.0) {
+            // Doubling at most: by what the round had credited, so an idle sender does not grow.
+            window_ = std::min(cfg_.w_max, window_ + std::min(window_, static_cast<double>(round_credited_)));
+            ++c_.slow_start_increases;
+        } else {
+            window_ = std::min(cfg_.w_max, window_ + cfg_.additive_increase * std::min(1.0, window_));
+        }
         ++c_.round_increases;
     }
     start_round();

@@ -43,6 +43,11 @@ struct SenderConfig {
     double w_min = 1;                  // > 0; below 1 allows pacing
     double w_max = 256;
     double additive_increase = 1;      // chunks added per window-round without marks
+    // Until the first cut (echoed marks, FEEDBACK or a credit timeout) a round without marks
+    // doubles the window (by the units credited in it, at most the window) instead of adding
+    // additive_increase, as TCP's slow start: a sender whose path never marks reaches the window it
+    // needs in a few round trips, not in one round per chunk (docs/transport.md, "Slow start").
+    bool slow_start = true;
     double gain = 1.0 / 16;            // g, EWMA gain of alpha (DCTCP's default)
     double alpha_init = 1.0;           // alpha before any round (DCTCP starts conservative at 1)
     std::uint64_t credit_timeout_ns = 200'000'000;  // 0 disables on_timeout()
@@ -78,9 +83,10 @@ struct SenderConfig {
     // than flight_expiry_rtts times the sender's acknowledged round trip (ack_rtt_ns()), even while
     // other credits keep arriving: their units most likely went to other workers after an
     // in-network merge (docs/transport.md, "The other half: flight expiry"). Checked by
-    // on_timeout(); nothing expires before the first sample. 0 (the default): off. YAML
-    // transport.flight_expiry_rtts, shesha-sim transport.flight_expiry_rtts.
-    double flight_expiry_rtts = 0;
+    // on_timeout(); nothing expires before the first sample. 0: off. The default, 2, is the one
+    // the simulator's study and the lab's rack measured (docs/transport.md, "Slow start, and the
+    // expiry on by default"). YAML transport.flight_expiry_rtts, shesha-sim transport.flight_expiry_rtts.
+    double flight_expiry_rtts = 2;
     // A fixed expiry instead (0: use flight_expiry_rtts). YAML transport.flight_expiry_ms,
     // shesha-sim transport.flight_expiry_us.
     std::uint64_t flight_expiry_ns = 0;
@@ -125,6 +131,7 @@ struct SenderCounters {
     std::uint64_t rounds = 0;              // window-rounds completed
     std::uint64_t round_reductions = 0;    // end-of-round cuts caused by echoed marks
     std::uint64_t round_increases = 0;     // end-of-round additive increases
+    std::uint64_t slow_start_increases = 0;  // of those, doublings in slow start (slow_start)
     std::uint64_t credit_timeouts = 0;
     // Left flight without a credit unit: in flight when a credit timeout fired, or retired by a
     // CREDIT's acked_seq (chunks_acked_past), so that chunks_sent = credits_received - credits_excess
@@ -183,6 +190,7 @@ public:
     std::uint64_t flight_expiry_ns() const noexcept;
     double alpha() const noexcept { return alpha_; }
     std::uint32_t in_flight() const noexcept { return in_flight_; }
+    bool in_slow_start() const noexcept { return in_slow_start_; }
     std::uint32_t banked() const noexcept { return bank_; }  // bank_excess: kept units not yet spent
     std::uint32_t credits_available() const noexcept;
     std::uint32_t pending_chunks() const noexcept { return pending_count_; }
@@ -233,6 +241,7 @@ private:
 
     double window_;
     double alpha_;
+    bool in_slow_start_;  // slow_start, until the first cut or credit timeout
     std::uint32_t in_flight_ = 0;
     std::uint32_t bank_ = 0;  // bank_excess: credit units kept for chunks that find the window full
     // The chunks in flight in send order, as runs of equal seq: seqs go out in non-decreasing order (a

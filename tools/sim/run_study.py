@@ -81,9 +81,16 @@ ARMS["shipped+bank"] = ["transport.bank_excess=true"]
 ARMS["shipped+expiry"] = ["transport.flight_expiry_us=250"]
 ARMS["shipped+expiry1ms"] = ["transport.flight_expiry_us=1000"]
 # The leak repaid in units of the sender's acknowledged round trip (transport.flight_expiry_rtts,
-# off by default; docs/transport.md, "The other half: flight expiry").
+# 2 by default since 2026-12-06, so the first arm equals "shipped"; docs/transport.md, "The other
+# half: flight expiry").
 ARMS["shipped+expiry2rtt"] = ["transport.flight_expiry_rtts=2"]
 ARMS["shipped+expiry4rtt"] = ["transport.flight_expiry_rtts=4"]
+# The shipped arm without its two start-up and leak repairs (docs/transport.md, "Slow start, and
+# the expiry on by default"): without slow start, without flight expiry, and without both (the
+# shipped arm before 2026-12-06, tenth stop).
+ARMS["shipped-ss"] = ["transport.slow_start=false"]
+ARMS["shipped-expiry"] = ["transport.flight_expiry_rtts=0"]
+ARMS["shipped-ss-expiry"] = ["transport.slow_start=false", "transport.flight_expiry_rtts=0"]
 # The shipped defaults with bounded-lag fair queues instead of DRR (queue.fair_lag, docs/queue.md).
 ARMS["shipped+lag"] = ["queue.fair=true", "queue.fair_lag=32"]
 ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport.flight_expiry_us=250"]

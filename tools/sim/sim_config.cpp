@@ -191,6 +191,7 @@ const std::map<std::string, Setter>& schema() {
         {"transport.merge_aware", bool_field(&Scenario::merge_aware)},
         {"transport.cumulative_ack", bool_field(&Scenario::cumulative_ack)},
         {"transport.bank_excess", bool_field(&Scenario::bank_excess)},
+        {"transport.slow_start", bool_field(&Scenario::slow_start)},
         {"transport.flight_expiry_us", double_field(&Scenario::flight_expiry_us, 0, 1e9)},
         {"transport.flight_expiry_rtts", double_field(&Scenario::flight_expiry_rtts, 0, 1000)},
         {"transport.merge_floor", double_field(&Scenario::merge_floor, 0, 1e6)},

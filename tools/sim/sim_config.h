@@ -105,7 +105,9 @@ struct Scenario {
     bool merge_aware = false;        // FEEDBACK and echo cuts scaled by 1 - the switch's merge fraction
     bool cumulative_ack = false;     // SenderConfig::cumulative_ack (off, as the workers' default)
     bool bank_excess = false;        // SenderConfig::bank_excess
-    // SenderConfig::flight_expiry_rtts (0: off). Unset (-1): the sender's default (0, off) for the
+    // SenderConfig::slow_start (on, as the workers' default); false turns it off for training too.
+    bool slow_start = true;
+    // SenderConfig::flight_expiry_rtts (0: off). Unset (-1): the sender's default (2) for the
     // pattern workload, the cluster YAML's transport.flight_expiry_rtts for training.
     double flight_expiry_rtts = -1;
     double flight_expiry_us = 0;     // SenderConfig::flight_expiry_ns (0: none, flight_expiry_rtts decides)

@@ -756,6 +756,7 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.cumulative_ack = sc.cumulative_ack;
                 // Else the cluster YAML's transport.bank_excess, flight_expiry_rtts and flight_expiry_ms.
                 if (sc.bank_excess) cfg.bank_excess = true;
+                if (!sc.slow_start) cfg.slow_start = false;
                 if (sc.flight_expiry_us > 0) cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
                 if (sc.flight_expiry_rtts >= 0) cfg.flight_expiry_rtts = sc.flight_expiry_rtts;
                 if (!sc.window_control) {
@@ -774,6 +775,7 @@ struct Simulator::Impl final : FeedbackSink {
                 cfg.merge_floor = sc.merge_floor;
                 cfg.cumulative_ack = sc.cumulative_ack;
                 cfg.bank_excess = sc.bank_excess;
+                cfg.slow_start = sc.slow_start;
                 cfg.flight_expiry_ns = to_ns(sc.flight_expiry_us * 1e3);
                 if (sc.flight_expiry_rtts >= 0) cfg.flight_expiry_rtts = sc.flight_expiry_rtts;
                 cfg.credit_timeout_ns = to_ns(sc.credit_timeout_us * 1e3);

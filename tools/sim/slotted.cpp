@@ -144,6 +144,7 @@ SlottedRun run_slotted(const SlottedSystem& p, const std::vector<std::vector<int
         sc.w_min = p.w_min;
         sc.w_max = p.w_max_of(c);
         sc.additive_increase = p.additive_increase;
+        sc.slow_start = p.slow_start;
         sc.gain = p.gain;
         sc.alpha_init = p.alpha_init;
         sc.credit_timeout_ns = 0;  // no losses in the model (drops leak credit, as in the real sender)
@@ -521,6 +522,9 @@ SlottedReplay parse_replay(const std::string& json_text, const std::string& sour
         s.w_min = required<int>(m, "w_min", "model.");
         s.w_max = required<int>(m, "w_max", "model.");
         s.additive_increase = required<int>(m, "additive_increase", "model.");
+        // Files written before slow start have no key: their senders grew additively from the start.
+        s.slow_start = false;
+        if (auto v = json::optional<bool>(m, "slow_start", "model.")) s.slow_start = *v;
         s.gain = required<double>(m, "gain", "model.");
         s.alpha_init = required<double>(m, "alpha_init", "model.");
         s.congestion_threshold = required<int>(m, "congestion_threshold", "model.");

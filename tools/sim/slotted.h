@@ -51,6 +51,7 @@ struct SlottedSystem {
     int w_min = 1;
     int w_max = 4;
     int additive_increase = 1;
+    bool slow_start = true;  // SenderConfig::slow_start (counterexample files from before it: false)
     // Per-cluster window caps (each in [w_min, w_max]; empty: w_max for all).
     std::vector<int> w_max_by_cluster;
     int w_max_of(int c) const {

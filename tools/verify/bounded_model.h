@@ -116,6 +116,8 @@ template <class D> struct SenderState {
     // Exact window arithmetic (ModelParams::exact_window): the sender's W and alpha themselves.
     typename D::R window;
     typename D::R alpha;
+    // SenderConfig::slow_start: an unmarked round doubles W (by what it credited) until the first cut.
+    typename D::B slow_start;
 };
 
 template <class D> struct DepartureRec {
@@ -171,7 +173,7 @@ public:
         for (int c = 0; c < p.clusters; ++c)
             senders_.push_back(SenderState<D>{d.lit(p.w_init_of(c)), d.lit(0), d.lit(0), d.lit(0), d.lit(0), d.lit(0),
                                               d.lit(0), d.blit(false), d.lit(0), d.lit(0), d.rlit(p.alpha_init),
-                                              d.rlit(p.w_init_of(c)), d.rlit(p.alpha_init)});
+                                              d.rlit(p.w_init_of(c)), d.rlit(p.alpha_init), d.blit(p.slow_start)});
     }
 
     const Trace<D>& trace() const { return trace_; }
@@ -355,6 +357,7 @@ public:
             s.round_credited = d_.fix(s.round_credited, name("round_credited", t, c));
             s.round_marked = d_.fix(s.round_marked, name("round_marked", t, c));
             s.round_cut = d_.fixb(s.round_cut, name("round_cut", t, c));
+            if (p_.slow_start) s.slow_start = d_.fixb(s.slow_start, name("slow_start", t, c));
             s.next_chunk = d_.fix(s.next_chunk, name("next_chunk", t, c));
             if (p_.versions > 0) s.update_version = d_.fix(s.update_version, name("update_version", t, c));
             s.alpha_lo = d_.rfix(s.alpha_lo, name("alpha_lo", t, c));
@@ -428,6 +431,7 @@ private:
             const R frac = D::to_real(depth) / d_.rlit(p_.queue_packets);
             cut_exact(c, cuts, D::rsel(s.alpha < frac, frac, s.alpha));
             s.round_cut = s.round_cut || valid;
+            s.slow_start = s.slow_start && !cuts;
             return cuts;
         }
         // The cut uses max(alpha, depth/capacity) and the marked arrival found depth >= mark_depth.
@@ -438,6 +442,7 @@ private:
         }
         s.w = cut_window(c, t, cuts, a_lo);
         s.round_cut = s.round_cut || valid;
+        s.slow_start = s.slow_start && !cuts;
         return cuts;
     }
 
@@ -462,13 +467,18 @@ private:
             const R f = d_.fraction(s.round_marked, s.round_credited, 2 * p_.w_max);
             s.alpha = D::rsel(ends, d_.rlit(1.0 - p_.gain) * s.alpha + d_.rlit(p_.gain) * f, s.alpha);
             cut_exact(c, cuts, s.alpha);
-            const R grown_w = s.window + d_.rlit(p_.additive_increase);
+            // Slow start adds what the round credited, at most W (end_round()).
+            const R credited = D::to_real(s.round_credited);
+            const R doubling = D::rsel(credited < s.window, credited, s.window);
+            const R grown_w = s.window + D::rsel(s.slow_start, doubling, d_.rlit(p_.additive_increase));
             const R max_w = d_.rlit(p_.w_max_of(c));
             s.window = D::rsel(grows, D::rsel(max_w < grown_w, max_w, grown_w), s.window);
             s.w = D::floor_of(s.window);
         }
         const I cut_w = cut_window(c, t, cuts, s.alpha_lo);
-        const I grown = s.w + d_.lit(p_.additive_increase);
+        // In slow start W is whole (w_init is, and only whole amounts were added), so floor(W) is W.
+        const I doubling = d_.sel(s.round_credited < s.w, s.round_credited, s.w);
+        const I grown = s.w + d_.sel(s.slow_start, doubling, d_.lit(p_.additive_increase));
         const I cap = d_.lit(p_.w_max_of(c));
         if (!p_.exact_window) s.w = d_.sel(grows, d_.sel(grown > cap, cap, grown), cut_w);
         // start_round()
@@ -476,6 +486,7 @@ private:
         s.round_credited = d_.sel(ends, d_.lit(0), s.round_credited);
         s.round_marked = d_.sel(ends, d_.lit(0), s.round_marked);
         s.round_cut = d_.bsel(ends, d_.blit(false), s.round_cut);
+        s.slow_start = s.slow_start && !cuts;
         return cuts;
     }
 

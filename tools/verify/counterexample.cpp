@@ -41,6 +41,7 @@ std::string to_json(const Counterexample& cex) {
                   {"w_min", m.w_min},
                   {"w_max", m.w_max},
                   {"additive_increase", m.additive_increase},
+                  {"slow_start", m.slow_start},
                   {"gain", m.gain},
                   {"alpha_init", m.alpha_init},
                   {"congestion_threshold", m.congestion_threshold},

@@ -102,9 +102,9 @@ void build(const PortFacts& f, Deployment& dep) {
     int widest_init = 0;
     for (int c = 0; c < C; ++c) {
         const drl::TransportConfig& t = f.transport[c];
-        if (t.w_min != t0.w_min || t.additive_increase != t0.additive_increase || t.gain != t0.gain ||
-            t.alpha_init != t0.alpha_init)
-            fail(fmt::format("{}: transport.w_min, additive_increase, gain and alpha_init must equal those of {} (the "
+        if (t.w_min != t0.w_min || t.additive_increase != t0.additive_increase || t.slow_start != t0.slow_start ||
+            t.gain != t0.gain || t.alpha_init != t0.alpha_init)
+            fail(fmt::format("{}: transport.w_min, additive_increase, slow_start, gain and alpha_init must equal those of {} (the "
                              "model shares them; only w_max and w_init may differ)", f.transport_keys[c],
                              f.transport_keys[0]));
         if (t.merge_aware)
@@ -118,6 +118,7 @@ void build(const PortFacts& f, Deployment& dep) {
         fail(fmt::format("{}: transport.w_min = {}: above the model's window bound {}", f.transport_keys[0], m.w_min,
                          kWindowCap));
     m.additive_increase = whole(t0.additive_increase, 0, "additive_increase");
+    m.slow_start = t0.slow_start;
     m.gain = t0.gain;
     m.alpha_init = t0.alpha_init;
     m.w_max = *std::max_element(caps.begin(), caps.end());

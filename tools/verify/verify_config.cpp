@@ -138,12 +138,13 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
 
     // 2. Window constants, same names as transport::SenderConfig.
     if (const auto transport = top.get("transport")) {
-        const MapView t = r.map(*transport, {"w_init", "w_min", "w_max", "additive_increase", "gain", "alpha_init",
-                                             "w_max_by_cluster"});
+        const MapView t = r.map(*transport, {"w_init", "w_min", "w_max", "additive_increase", "slow_start", "gain",
+                                             "alpha_init", "w_max_by_cluster"});
         if (auto x = t.get("w_init")) m.w_init = whole_window(r, *x);
         if (auto x = t.get("w_min")) m.w_min = whole_window(r, *x);
         if (auto x = t.get("w_max")) m.w_max = whole_window(r, *x);
         if (auto x = t.get("additive_increase")) m.additive_increase = whole_window(r, *x);
+        if (auto x = t.get("slow_start")) m.slow_start = r.boolean(*x);
         if (auto x = t.get("gain")) m.gain = r.number(*x, 1e-9, 1);
         if (auto x = t.get("alpha_init")) m.alpha_init = r.number(*x, 0, 1);
         if (const auto caps = t.get("w_max_by_cluster")) {
@@ -187,6 +188,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         m.w_init = whole(per_file[widest].w_init, widest, "w_init");
         m.w_min = whole(t0.w_min, 0, "w_min");
         m.additive_increase = whole(t0.additive_increase, 0, "additive_increase");
+        m.slow_start = t0.slow_start;
         m.gain = t0.gain;
         m.alpha_init = t0.alpha_init;
         int cap_max = 0;
@@ -194,9 +196,9 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         for (std::size_t i = 0; i < per_file.size(); ++i) {
             const drl::TransportConfig& t = per_file[i];
             if (t.w_init != std::min<double>(m.w_init, t.w_max) || t.w_min != t0.w_min || t.additive_increase != t0.additive_increase ||
-                t.gain != t0.gain || t.alpha_init != t0.alpha_init)
+                t.slow_start != t0.slow_start || t.gain != t0.gain || t.alpha_init != t0.alpha_init)
                 r.fail(files[i],
-                       fmt::format("{}: transport.w_min, additive_increase, gain and alpha_init must equal those of "
+                       fmt::format("{}: transport.w_min, additive_increase, slow_start, gain and alpha_init must equal those of "
                                    "{}, and w_init must be min({}, w_max) (the model shares them; only w_max may "
                                    "differ per cluster)", names[i], names[0], m.w_init));
             caps.push_back(whole(t.w_max, i, "w_max"));

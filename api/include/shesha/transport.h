@@ -52,6 +52,7 @@ struct WorkerCounters {
     std::uint64_t ce_echoes = 0;                // congestion marks echoed by the learner
     std::uint64_t feedback_received = 0, feedback_reductions = 0, feedback_ignored = 0;
     std::uint64_t round_reductions = 0, round_increases = 0;
+    std::uint64_t slow_start_increases = 0;     // of round_increases: doublings in slow start (transport.slow_start)
     std::uint64_t credit_timeouts = 0, chunks_presumed_lost = 0;
     std::uint64_t chunks_expired = 0;           // of chunks_presumed_lost: by flight expiry (transport.flight_expiry_rtts)
     std::uint64_t ack_rtt_ns = 0;               // smoothed update send -> its acknowledgement (0: none yet)
