@@ -216,7 +216,10 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("transport: {flight_expiry_rtts: 0.5}\n"), Catch::Contains("transport.flight_expiry_rtts must be 0 (off) or at least 1"));
     CHECK_THAT(error_of("transport: {flight_expiry_rtts: -2}\n"), Catch::Contains("'transport.flight_expiry_rtts'"));
     CHECK(load_scenario("transport: {flight_expiry_rtts: 3}\n", "f.yaml").flight_expiry_rtts == 3);
-    CHECK(load_scenario("", "f.yaml").flight_expiry_rtts == -1);  // unset: the sender's (off), or the cluster YAML's
+    CHECK(load_scenario("", "f.yaml").flight_expiry_rtts == -1);  // unset: the sender's (2), or the cluster YAML's
+    CHECK(load_scenario("", "f.yaml").slow_start);  // on, as the sender's default
+    CHECK_FALSE(load_scenario("", "f.yaml", {"transport.slow_start=false"}).slow_start);
+    CHECK_THAT(error_of("transport: {slow_start: often}\n"), Catch::Contains("'transport.slow_start'"));
     CHECK_THAT(error_of("queue: {fair: false, fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
     // queue.fair: auto (the default) is on with aggregation and two or more clusters, as the switch's scheduling: auto.
     CHECK_THAT(error_of("workload: {clusters: 1}\nqueue: {fair_lag: 32}\n"), Catch::Contains("queue.fair_lag needs queue.fair: true"));
