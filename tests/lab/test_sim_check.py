@@ -93,6 +93,15 @@ def test_congestion_control_off_pins_the_window_at_w_max(scenario, tmp_path):
         original = yaml.safe_load(f)
     w_max = original["transport"]["w_max"]
     assert (pinned["transport"]["w_init"], pinned["transport"]["w_min"], pinned["transport"]["w_max"]) == (w_max,) * 3
+    # As shesha-worker --congestion-control off: none of the credit loop's leak repairs.
+    assert (pinned["transport"]["bank_excess"], pinned["transport"]["flight_expiry_rtts"],
+            pinned["transport"]["flight_expiry_ms"]) == (False, 0, 0)
+    repairs = ("bank_excess", "flight_expiry_rtts", "flight_expiry_ms")
+    for k in repairs:
+        if k in original["transport"]:
+            pinned["transport"][k] = original["transport"][k]
+        else:
+            del pinned["transport"][k]
     pinned["transport"].update({k: original["transport"][k] for k in ("w_init", "w_min", "w_max")})
     assert pinned == original  # nothing else changed
 

@@ -163,10 +163,10 @@ def not_modelled(scenario, arm):
 def sim_cluster_yaml(cluster, arm, dest_dir):
     """The cluster YAML the simulator reads for this arm: the one the rack's processes used
     (clusters[]._config_used, with the scenario's chunk_elems and merged_steps), and for an arm with
-    congestion_control off its window pinned at transport.w_max (w_init = w_min = w_max), which is
-    what shesha-worker --congestion-control off does: the window starts at w_max and, marks and
-    FEEDBACK ignored, never moves; credits still clock it and the credit timeout still applies.
-    -> path."""
+    congestion_control off its window pinned at transport.w_max (w_init = w_min = w_max) and the
+    credit loop's leak repairs off (no bank_excess, no flight expiry), which is what shesha-worker
+    --congestion-control off does: the window starts at w_max and, marks and FEEDBACK ignored,
+    never moves; credits still clock it and the credit timeout still applies. -> path."""
     src = cluster.get("_config_replicated") if arm["model_delivery"] == "replicated" else None
     src = src or cluster.get("_config_used") or cluster_config_path(cluster)
     if not src or not os.path.isfile(src):
@@ -177,14 +177,18 @@ def sim_cluster_yaml(cluster, arm, dest_dir):
         text = f.read()
     match = re.search(r"(?m)^\s+w_max:\s*([0-9.]+)", text)
     w_max = match.group(1) if match else "256"  # the cluster YAML's default
-    for key in ("w_init", "w_min", "w_max"):
-        text, count = re.subn(rf"(?m)^(\s+){key}:\s*[0-9.]+", lambda m: f"{m.group(1)}{key}: {w_max}", text)
+    # The expiry (on by default) would unpace the pinned window: every chunk out longer than two
+    # round trips would leave flight, where the rack's baseline workers wait for its credit.
+    pinned = {"w_init": w_max, "w_min": w_max, "w_max": w_max,
+              "bank_excess": "false", "flight_expiry_rtts": "0", "flight_expiry_ms": "0"}
+    for key, value in pinned.items():
+        text, count = re.subn(rf"(?m)^(\s+){key}:[ \t]*[^\s#]+", lambda m: f"{m.group(1)}{key}: {value}", text)
         if count == 0:
-            text, count = re.subn(r"(?m)^transport:[^\n]*\n", lambda m: f"{m.group(0)}  {key}: {w_max}\n", text)
+            text, count = re.subn(r"(?m)^transport:[^\n]*\n", lambda m: f"{m.group(0)}  {key}: {value}\n", text)
         if count != 1:
             raise LabError(f"{src}: cannot set transport.{key} for the simulator (expected one '{key}:' line)")
-    text = (f"# {os.path.basename(src)} with the window pinned at w_max = {w_max} (arm '{arm['name']}': "
-            "congestion_control off; set by shesha-lab sim-check)\n" + text)
+    text = (f"# {os.path.basename(src)} with the window pinned at w_max = {w_max} and no leak repairs "
+            f"(arm '{arm['name']}': congestion_control off; set by shesha-lab sim-check)\n" + text)
     os.makedirs(dest_dir, exist_ok=True)
     dest = os.path.join(dest_dir, f"{arm['name']}-c{cluster['id']}-{os.path.basename(src)}")
     with open(dest, "w") as f:
