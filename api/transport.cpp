@@ -105,9 +105,7 @@ struct WorkerTransport::Impl {
             // The FIFO baseline's sender: the window pinned open, and none of the credit loop's
             // leak repairs (they belong to congestion control; docs/transport.md, "Banked credit").
             sc.w_init = sc.w_max;
-            sc.bank_excess = false;
-            sc.flight_expiry_ns = 0;
-            sc.flight_expiry_rtts = 0;
+            transport::turn_off_leak_repairs(sc);
         }
         if (const std::string bad = transport::validate(sc); !bad.empty())
             throw Error(fmt::format("{}: transport: {}", o.config_path, bad));

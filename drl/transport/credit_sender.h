@@ -95,6 +95,16 @@ struct SenderConfig {
 // Empty if the config is usable, else the first problem found.
 std::string validate(const SenderConfig& cfg);
 
+// The credit loop's leak repairs (banked credit, flight expiry) belong to congestion control: a
+// sender without it (shesha-worker --congestion-control off, shesha-sim's window_control: false,
+// the FIFO baseline) runs without them. How the window is pinned open differs between the two and
+// stays with each caller.
+inline void turn_off_leak_repairs(SenderConfig& cfg) noexcept {
+    cfg.bank_excess = false;
+    cfg.flight_expiry_ns = 0;
+    cfg.flight_expiry_rtts = 0;
+}
+
 // A chunk ready to go: a complete GRADIENT header and its elements. elements points into the
 // sender's pending slot and stays valid until the next offer_update().
 struct OutgoingChunk {

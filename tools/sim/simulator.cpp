@@ -763,9 +763,7 @@ struct Simulator::Impl final : FeedbackSink {
                     // As shesha-worker --congestion-control off: no window and no leak repairs.
                     cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                     cfg.credit_timeout_ns = 0;
-                    cfg.bank_excess = false;
-                    cfg.flight_expiry_ns = 0;
-                    cfg.flight_expiry_rtts = 0;
+                    transport::turn_off_leak_repairs(cfg);
                 }
             } else if (sc.window_control) {
                 cfg.w_init = sc.w_init;
@@ -784,7 +782,7 @@ struct Simulator::Impl final : FeedbackSink {
                 // of K would stall a worker whose unit the planner gave to another after a merge).
                 cfg.w_init = cfg.w_min = cfg.w_max = 1e9;
                 cfg.credit_timeout_ns = 0;
-                cfg.flight_expiry_rtts = 0;
+                transport::turn_off_leak_repairs(cfg);
             }
             wk.sender = std::make_unique<transport::CreditSender>(cfg);
             if (two_way)
