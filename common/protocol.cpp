@@ -42,7 +42,8 @@ bool encode_header(const Header& h, std::span<std::uint8_t> out) noexcept {
     be::store16(p + off::kContribCount, h.contrib_count);
     be::store64(p + off::kTsEarliest, h.ts_earliest_ns);
     be::store64(p + off::kTsLatest, h.ts_latest_ns);
-    be::store32(p + off::kReserved, 0);
+    p[off::kPacketCount] = h.packet_count;
+    p[off::kSenderInfo] = p[off::kSenderInfo + 1] = p[off::kSenderInfo + 2] = 0;
     return true;
 }
 

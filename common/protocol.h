@@ -22,7 +22,7 @@
 namespace shesha::proto {
 
 inline constexpr std::uint16_t kMagic = 0x5348;        // "SH"
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;  // 2: byte 44 became packet_count (docs/protocol.md)
 inline constexpr std::uint16_t kDefaultUdpPort = 17717;
 inline constexpr std::size_t kHeaderSize = 48;
 // Largest element count a single chunk may carry: keeps a chunk inside a 9000 B jumbo frame.
@@ -44,8 +44,8 @@ enum class ElemType : std::uint8_t {
 };
 
 // Header field offsets (bytes from the start of the Shesha header). All multi-byte fields are
-// big-endian. Bytes 44..47 are sender info: in a GRADIENT the worker's cumulative env steps
-// (0 = unknown, docs/protocol.md); the codec neither sets nor checks them.
+// big-endian. Byte 44 is a GRADIENT's packet count (0 = unknown); bytes 45..47 are sender info, in
+// a GRADIENT the worker's cumulative env steps (docs/protocol.md). The codec checks neither.
 namespace off {
 inline constexpr std::size_t kMagic = 0;          // u16
 inline constexpr std::size_t kVersion = 2;        // u8
@@ -62,7 +62,8 @@ inline constexpr std::size_t kElemCount = 24;     // u16
 inline constexpr std::size_t kContribCount = 26;  // u16
 inline constexpr std::size_t kTsEarliest = 28;    // u64
 inline constexpr std::size_t kTsLatest = 36;      // u64
-inline constexpr std::size_t kReserved = 44;      // u32 sender info (name kept for compatibility)
+inline constexpr std::size_t kPacketCount = 44;   // u8 GRADIENT: packets summed into this one, 0 = unknown
+inline constexpr std::size_t kSenderInfo = 45;    // u24 GRADIENT: the worker's env steps, wrapping
 }  // namespace off
 
 // Header flag bits.
@@ -90,7 +91,12 @@ struct Header {
     std::uint16_t contrib_count = 1;   // original updates this message holds
     std::uint64_t ts_earliest_ns = 0;  // generation time of the oldest contribution (CLOCK_REALTIME)
     std::uint64_t ts_latest_ns = 0;    // generation time of the newest contribution
+    // GRADIENT: packets the network summed into this one, each counting once however many
+    // contributions its sender had summed; 0 = unknown (a sender that does not count). Lets the
+    // learner return exactly one CREDIT unit per packet that left flight (docs/transport.md).
+    std::uint8_t packet_count = 0;
 };
+inline constexpr std::uint8_t kMaxPacketCount = 0xFF;
 
 // CREDIT body (16 bytes): what the learner tells a worker.
 struct CreditBody {
@@ -206,6 +212,7 @@ inline std::size_t elem_size(ElemType t) noexcept {
     out.contrib_count = be::load16(p + off::kContribCount);
     out.ts_earliest_ns = be::load64(p + off::kTsEarliest);
     out.ts_latest_ns = be::load64(p + off::kTsLatest);
+    out.packet_count = p[off::kPacketCount];
 
     if (detail::carries_elements(out.type)) {
         if (out.elem_type != ElemType::F32 && out.elem_type != ElemType::BF16) return DecodeError::BadElemType;
@@ -257,6 +264,15 @@ inline std::uint64_t ts_earliest(const std::uint8_t* p) noexcept { return be::lo
 inline void set_ts_earliest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsEarliest, ns); }
 inline std::uint64_t ts_latest(const std::uint8_t* p) noexcept { return be::load64(p + off::kTsLatest); }
 inline void set_ts_latest(std::uint8_t* p, std::uint64_t ns) noexcept { be::store64(p + off::kTsLatest, ns); }
+inline std::uint8_t packet_count(const std::uint8_t* p) noexcept { return p[off::kPacketCount]; }
+inline void set_packet_count(std::uint8_t* p, std::uint8_t n) noexcept { p[off::kPacketCount] = n; }
 }  // namespace inplace
+
+// The packet count of two GRADIENTs summed into one: exact while both are known and the sum fits,
+// else 0 (unknown), so the learner falls back to its contribution rule rather than under-credit.
+[[gnu::always_inline]] constexpr std::uint8_t merged_packet_count(std::uint8_t waiting, std::uint8_t arriving) noexcept {
+    const unsigned sum = unsigned{waiting} + arriving;
+    return waiting != 0 && arriving != 0 && sum <= kMaxPacketCount ? static_cast<std::uint8_t>(sum) : 0;
+}
 
 }  // namespace shesha::proto

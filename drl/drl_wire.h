@@ -27,12 +27,26 @@
 namespace shesha::drl {
 
 
-// The env-step count carried in a GRADIENT's reserved bytes (message starts at the header).
+// The env-step count carried in a GRADIENT's sender info (message starts at the header): the low
+// 24 bits of the worker's cumulative count; the learner unwraps it (kEnvStepsMask + 1 per turn).
+inline constexpr std::uint32_t kEnvStepsMask = 0xFFFFFF;
 inline std::uint32_t gradient_env_steps(std::span<const std::uint8_t> message) noexcept {
-    return message.size() >= proto::kHeaderSize ? be::load32(message.data() + proto::off::kReserved) : 0;
+    if (message.size() < proto::kHeaderSize) return 0;
+    const std::uint8_t* p = message.data() + proto::off::kSenderInfo;
+    return (std::uint32_t{p[0]} << 16) | (std::uint32_t{p[1]} << 8) | p[2];
 }
-inline void set_gradient_env_steps(std::span<std::uint8_t> message, std::uint32_t steps) noexcept {
-    if (message.size() >= proto::kHeaderSize) be::store32(message.data() + proto::off::kReserved, steps);
+inline void set_gradient_env_steps(std::span<std::uint8_t> message, std::uint64_t steps) noexcept {
+    if (message.size() < proto::kHeaderSize) return;
+    std::uint8_t* p = message.data() + proto::off::kSenderInfo;
+    p[0] = static_cast<std::uint8_t>(steps >> 16);
+    p[1] = static_cast<std::uint8_t>(steps >> 8);
+    p[2] = static_cast<std::uint8_t>(steps);
+}
+// How far a 24-bit env-step count moved on from the last one seen: the forward distance modulo
+// 2^24, or 0 if `now` is not ahead (a reordered or merged packet carrying an older count).
+inline std::uint32_t env_steps_advance(std::uint32_t now, std::uint32_t last) noexcept {
+    const std::uint32_t d = (now - last) & kEnvStepsMask;
+    return d != 0 && d < (kEnvStepsMask + 1) / 2 ? d : 0;
 }
 
 // The seq of a worker's first update: CLOCK_REALTIME in microseconds (mod 2^32, never 0, which

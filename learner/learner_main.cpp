@@ -219,6 +219,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["credits"]["echoes"] = core.planner_stats().echoes;
     j["credits"]["units_spread"] = core.planner_stats().units_spread;
     j["credits"]["units_spread_past_quiet"] = core.planner_stats().units_spread_past_quiet;
+    j["credits"]["merged_without_packet_count"] = core.planner_stats().merged_without_packet_count;
     j["credits"]["unknown_worker"] = core.planner_stats().unknown_worker;
     j["model"] = json::Json::object();
     j["model"]["versions_published"] = c.versions_published;
@@ -248,7 +249,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
         item["chunks_applied"] = w.chunks_applied;
         item["credit_units"] = w.credit_units;
         item["quiet"] = w.quiet;
-        item["env_steps_reported"] = w.env_steps_latest;
+        item["env_steps_reported"] = w.env_steps_first + w.env_steps_since_first;
     }
     j["checkpoints"] = json::Json::object();
     j["checkpoints"]["written"] = s.checkpoints_written;

@@ -36,6 +36,7 @@ struct GradSpec {
     std::uint32_t version = 10;
     std::uint32_t worker = 1;
     std::uint16_t contrib = 1;
+    std::uint8_t packets = 1;  // packet_count: one packet, as a sender writes it
     std::uint8_t flags = 0;
     std::uint64_t ts = 1000;  // ts_earliest = ts_latest = ts
     std::uint32_t dst_ip = kDstA;
@@ -118,6 +119,7 @@ struct Pool {
         h.chunk_count = 64;
         h.elem_count = static_cast<std::uint16_t>(s.values.size());
         h.contrib_count = s.contrib;
+        h.packet_count = s.packets;
         h.ts_earliest_ns = s.ts;
         h.ts_latest_ns = s.ts;
         const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(s.values.data()),
@@ -260,6 +262,7 @@ TEST_CASE("k compatible gradients leave as one packet carrying the exact sum", "
     Packet& out = handle_packet(d);
     const proto::Message m = out.decoded();
     CHECK(m.hdr.contrib_count == k);
+    CHECK(m.hdr.packet_count == k);
     CHECK(m.hdr.flags == proto::flag::kMerged);
     CHECK(m.hdr.ts_earliest_ns == 5000 - 6 * 100);
     CHECK(m.hdr.ts_latest_ns == 5000 - 1 * 100 + 1000);
@@ -280,6 +283,39 @@ TEST_CASE("k compatible gradients leave as one packet carrying the exact sum", "
     CHECK(st.merge_refused == 0);
     CHECK(st.dequeued == 1);
     set_simd_level(detect_simd());
+}
+
+TEST_CASE("a merge sums packet counts, not contributions; an unknown count stays unknown", "[queue]") {
+    Pool pool;
+    AggregatingQueue q(config());
+    GradSpec sender_merged;
+    sender_merged.contrib = 47;
+    sender_merged.flags = proto::flag::kSenderMerged;
+    Packet& a = pool.gradient(sender_merged);
+    sender_merged.worker = 2;
+    sender_merged.contrib = 40;
+    Packet& b = pool.gradient(sender_merged);
+    REQUIRE(q.enqueue(a.arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(b.arrival, 0).status == EnqueueStatus::Merged);
+    GradSpec no_count;
+    no_count.worker = 3;
+    no_count.chunk = 1;
+    Packet& c = pool.gradient(no_count);
+    no_count.worker = 4;
+    no_count.packets = 0;
+    Packet& d = pool.gradient(no_count);
+    REQUIRE(q.enqueue(c.arrival, 0).status == EnqueueStatus::Queued);
+    REQUIRE(q.enqueue(d.arrival, 0).status == EnqueueStatus::Merged);
+    Departure out;
+    REQUIRE(q.dequeue(1, out));
+    proto::Message m = handle_packet(out).decoded();
+    CHECK(m.hdr.contrib_count == 87);
+    CHECK(m.hdr.packet_count == 2);
+    CHECK(m.hdr.flags == (proto::flag::kMerged | proto::flag::kSenderMerged));
+    REQUIRE(q.dequeue(1, out));
+    m = handle_packet(out).decoded();
+    CHECK(m.hdr.contrib_count == 2);
+    CHECK(m.hdr.packet_count == 0);
 }
 
 TEST_CASE("nothing merges into a packet already dequeued", "[queue]") {

@@ -708,6 +708,42 @@ TEST_CASE("CreditPlanner: one unit and the echo to the named worker, merged unit
     CHECK_THROWS_AS(CreditPlanner(kCluster, dup), std::invalid_argument);
 }
 
+TEST_CASE("CreditPlanner: a merged chunk's packet count, not its contributions, sets the spread") {
+    const std::uint32_t ids[] = {10, 11, 12, 13};
+    CreditPlanner p(kCluster, ids);
+    std::vector<CreditGrant> out(p.max_grants());
+    // Two sender-merged packets of 47 contributions each, merged by the switch: two packets left
+    // flight, so one unit to the named worker and one to one other worker, not 93.
+    proto::Header h = merged_chunk(11, 94, proto::flag::kMerged | proto::flag::kSenderMerged);
+    h.packet_count = 2;
+    std::size_t n = p.plan(h, 1, out);
+    REQUIRE(n == 2);
+    CHECK(out[0].worker_id == 11);
+    CHECK(out[0].body.credits == 1);
+    CHECK(out[1].body.credits == 1);
+    // Four packets over three other workers: one each.
+    h.packet_count = 4;
+    n = p.plan(h, 1, out);
+    REQUIRE(n == 4);
+    for (std::size_t i = 0; i < n; ++i) CHECK(out[i].body.credits == 1);
+    // A count above the contributions is clamped to them (a hostile or broken header).
+    h = merged_chunk(11, 3, proto::flag::kMerged);
+    h.packet_count = 200;
+    n = p.plan(h, 1, out);
+    std::uint32_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += out[i].body.credits;
+    CHECK(total == 3);
+    // No count (0): the contribution rule, counted.
+    h.packet_count = 0;
+    n = p.plan(h, 1, out);
+    total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += out[i].body.credits;
+    CHECK(total == 3);
+    CHECK(p.stats().merged_without_packet_count == 1);
+    CHECK(p.stats().units_spread == 1 + 3 + 2 + 2);
+    CHECK(p.stats().units_named == 4);
+}
+
 TEST_CASE("CreditPlanner: a quiet worker gets no spread units; the live ones get its share") {
     const std::uint32_t ids[] = {10, 11, 12};
     CreditPlanner p(kCluster, ids);
@@ -784,6 +820,7 @@ TEST_CASE("closed loop: workers, an in-network merge of equal chunks, planned cr
                 for (std::uint32_t w = 1; w < kWorkers; ++w) {
                     REQUIRE(sent[w][i].header.chunk_index == merged.chunk_index);
                     merged.contrib_count += sent[w][i].header.contrib_count;
+                    merged.packet_count = proto::merged_packet_count(merged.packet_count, sent[w][i].header.packet_count);
                 }
                 merged.flags |= proto::flag::kMerged;
                 contributions_delivered += merged.contrib_count;
@@ -1155,6 +1192,7 @@ TEST_CASE("bank_excess, closed loop: a merged chunk's unit spread to a worker wi
         REQUIRE(contributor);
         proto::Header merged = named->header;
         merged.contrib_count = 2;
+        merged.packet_count = proto::merged_packet_count(merged.packet_count, contributor->header.packet_count);
         merged.flags |= proto::flag::kMerged;
         const std::size_t n = planner.plan(merged, 1, grants);
         REQUIRE(n == 2);

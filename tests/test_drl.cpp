@@ -274,6 +274,24 @@ TEST_CASE("model receiver: adopts a version once complete, ignores stale and fol
     CHECK(rx.reassembler_stats().rejected_total() == 1);
 }
 
+TEST_CASE("learner: a worker's 24-bit env-step count is unwrapped; an older one never counts back") {
+    LearnerFixture f;
+    auto feed = [&](std::uint32_t steps) {
+        auto bytes = message(gradient_header(1, 3, 3, 1), {0, 0, 0, 0});
+        drl::set_gradient_env_steps(bytes, steps);
+        f.feed(bytes);
+    };
+    feed(0xFFFFF0);
+    CHECK(f.core->env_steps() == 0xFFFFF0);
+    feed(0x1000010);  // the worker's count passed 2^24: 0x000010 on the wire
+    CHECK(f.core->env_steps() == 0x1000010);
+    feed(0xFFFFF8);   // a late packet with an older count
+    CHECK(f.core->env_steps() == 0x1000010);
+    feed(0x1000110);
+    CHECK(f.core->env_steps() == 0x1000110);
+    CHECK(f.core->counters().chunks_applied == 4);
+}
+
 TEST_CASE("learner: a valid chunk is applied to its slice at once, averaged by contributions, and credited") {
     LearnerFixture f;
     // Worker 3 sends chunk 1 (elements 4..7) of gradient 2.0 each: SGD lr 0.5 -> 1 - 1 = 0.

@@ -85,12 +85,13 @@ TEST_CASE("header layout matches the documented bytes exactly", "[protocol]") {
     Header h = gradient_header(1);
     h.flags = flag::kMerged | flag::kCongestionExperienced;
     h.contrib_count = 0x0203;
+    h.packet_count = 0x21;
     const std::array<std::uint8_t, 4> elem{0x00, 0x00, 0x80, 0x3F};  // 1.0f little-endian
     std::vector<std::uint8_t> out(kHeaderSize + 4, 0xAA);
     REQUIRE(encode(h, elem, out) == kHeaderSize + 4);
     const std::vector<std::uint8_t> expected{
         0x53, 0x48,              // magic "SH"
-        0x01,                    // version
+        0x02,                    // version
         0x01,                    // type GRADIENT
         0x03,                    // flags MERGED|CE
         0x01,                    // elem type F32
@@ -104,7 +105,8 @@ TEST_CASE("header layout matches the documented bytes exactly", "[protocol]") {
         0x02, 0x03,              // contrib count
         0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,  // ts earliest
         0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x19,  // ts latest
-        0x00, 0x00, 0x00, 0x00,  // reserved, written as zero over the 0xAA fill
+        0x21,                    // packet count
+        0x00, 0x00, 0x00,        // sender info, written as zero over the 0xAA fill
         0x00, 0x00, 0x80, 0x3F,  // element 0 = 1.0f, little-endian
     };
     CHECK(out == expected);
@@ -246,12 +248,13 @@ TEST_CASE("round trip of every message type", "[protocol]") {
     }
 }
 
-TEST_CASE("reserved bytes are ignored on decode", "[protocol]") {
+TEST_CASE("the packet count and sender info are decoded or ignored, never refused", "[protocol]") {
     auto bytes = encode_gradient(gradient_header(2));
-    for (std::size_t i = 0; i < 4; ++i) bytes[off::kReserved + i] = 0xFF;
+    for (std::size_t i = 0; i < 4; ++i) bytes[off::kPacketCount + i] = 0xFF;
     Message m;
     REQUIRE(decode(bytes, m) == DecodeError::Ok);
     CHECK(m.hdr.seq == 0x0B0C0D0E);
+    CHECK(m.hdr.packet_count == 0xFF);  // above contrib_count: the learner clamps, the codec does not judge
 
     auto fb = encode_feedback_msg();
     fb[kHeaderSize + 18] = 0xAB;  // FEEDBACK reserved field
@@ -290,7 +293,9 @@ TEST_CASE("every DecodeError from crafted bytes", "[protocol]") {
         auto b = good;
         b[off::kVersion] = 0;
         expect(b, DecodeError::BadVersion);
-        b[off::kVersion] = 2;
+        b[off::kVersion] = 1;  // the layout before the packet count: refused, not misread
+        expect(b, DecodeError::BadVersion);
+        b[off::kVersion] = 3;
         expect(b, DecodeError::BadVersion);
     }
     SECTION("UnknownType") {
@@ -475,7 +480,11 @@ TEST_CASE("in-place accessors read and rewrite only their own fields", "[protoco
     inplace::set_contrib_count(p, 0xBEEF);
     inplace::set_ts_earliest(p, 5);
     inplace::set_ts_latest(p, 0xFFFFFFFFFFFFFFFFull);
+    CHECK(inplace::packet_count(p) == 0);
+    inplace::set_packet_count(p, 7);
 
+    CHECK(b[off::kPacketCount] == 7);
+    CHECK(b[off::kSenderInfo] == 0);
     CHECK(b[off::kModelVersion] == 0xA1);
     CHECK(b[off::kModelVersion + 3] == 0xD4);
     CHECK(b[off::kContribCount] == 0xBE);
@@ -488,6 +497,7 @@ TEST_CASE("in-place accessors read and rewrite only their own fields", "[protoco
     CHECK(m.hdr.contrib_count == 0xBEEF);
     CHECK(m.hdr.ts_earliest_ns == 5);
     CHECK(m.hdr.ts_latest_ns == 0xFFFFFFFFFFFFFFFFull);
+    CHECK(m.hdr.packet_count == 7);
     // Nothing else moved.
     CHECK(m.hdr.worker_id == h.worker_id);
     CHECK(m.hdr.seq == h.seq);
@@ -496,4 +506,15 @@ TEST_CASE("in-place accessors read and rewrite only their own fields", "[protoco
     CHECK(m.hdr.elem_count == 2);
     CHECK(std::equal(b.begin() + kHeaderSize, b.end(), before.begin() + kHeaderSize));
     CHECK(std::equal(b.begin(), b.begin() + off::kFlags, before.begin()));
+}
+
+TEST_CASE("merged_packet_count: exact while both counts are known and the sum fits, else unknown", "[protocol]") {
+    CHECK(merged_packet_count(1, 1) == 2);
+    CHECK(merged_packet_count(3, 4) == 7);
+    CHECK(merged_packet_count(254, 1) == 255);
+    CHECK(merged_packet_count(255, 1) == 0);   // would overflow: unknown, never a wrapped small count
+    CHECK(merged_packet_count(200, 100) == 0);
+    CHECK(merged_packet_count(0, 5) == 0);     // an arrival or a waiting packet without a count
+    CHECK(merged_packet_count(5, 0) == 0);
+    CHECK(merged_packet_count(0, 0) == 0);
 }

@@ -75,13 +75,13 @@ send() { printf "$1" > "/dev/udp/127.0.0.1/$PORT"; }
 send_malformed_set() {
     local valid_gradient_hdr truncated
     send 'this is not a shesha datagram'                                    # short_packet
-    valid_gradient_hdr=$(hdr '\x53\x48' 01 01 00 01 '\x01\x00' 01)           # 256 elements, body missing
+    valid_gradient_hdr=$(hdr '\x53\x48' 02 01 00 01 '\x01\x00' 01)           # 256 elements, body missing
     truncated=${valid_gradient_hdr:0:120}                                   # 30 of the 48 bytes
     send "$truncated"                                                       # short_packet
     send "$(hdr '\x58\x58' 01 01 00 01 '\x00\x02' 01)"'\x00\x00\x80\x3f\x00\x00\x80\x3f'  # bad_magic
     send "$(hdr '\x53\x48' 09 01 00 01 '\x00\x02' 01)"'\x00\x00\x80\x3f\x00\x00\x80\x3f'  # bad_version
     send "$valid_gradient_hdr"                                              # length_mismatch
-    send "$(hdr '\x53\x48' 01 03 00 00 '\x00\x00' 01)"'\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x00'  # valid CREDIT
+    send "$(hdr '\x53\x48' 02 03 00 00 '\x00\x00' 01)"'\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x00'  # valid CREDIT
 }
 
 "$SINK" --bind 127.0.0.1 --port "$PORT" --duration 60 --credit --expect-elems 256 \
@@ -174,7 +174,7 @@ for _ in $(seq 50); do
     ss -Huln "sport = :$PORT" 2>/dev/null | grep -q . && break
     sleep 0.1
 done
-two_elem_hdr=$(hdr '\x53\x48' 01 01 00 01 '\x00\x02' 01)  # cluster 1, worker 7, 2 elements, 1 contribution
+two_elem_hdr=$(hdr '\x53\x48' 02 01 00 01 '\x00\x02' 01)  # cluster 1, worker 7, 2 elements, 1 contribution
 send "$two_elem_hdr"'\x00\x00\x80\x3f\x00\x00\x80\x3f'   # [1.0, 1.0]: exact (worker weight 1)
 send "$two_elem_hdr"'\x00\x00\x00\x40\x00\x00\x80\x3f'   # [2.0, 1.0]: count mismatch
 send "$two_elem_hdr"'\x00\x00\x80\x3f\x00\x00\x00\x3f'   # [1.0, 0.5]: weight invalid

@@ -110,7 +110,7 @@ std::uint64_t LearnerCore::env_steps() const noexcept {
     std::uint64_t total = resumed_env_steps_;
     for (const WorkerInfo& w : workers_) {
         if (!w.any_steps) continue;
-        total += resumed_ ? std::uint32_t(w.env_steps_latest - w.env_steps_first) : w.env_steps_latest;
+        total += w.env_steps_since_first + (resumed_ ? 0 : w.env_steps_first);
     }
     return total;
 }
@@ -158,6 +158,7 @@ void add_planner_stats(transport::CreditPlannerStats& total, const transport::Cr
     total.units_spread += s.units_spread;
     total.echoes += s.echoes;
     total.units_spread_past_quiet += s.units_spread_past_quiet;
+    total.merged_without_packet_count += s.merged_without_packet_count;
     total.unknown_worker += s.unknown_worker;
     total.wrong_cluster += s.wrong_cluster;
 }
@@ -267,9 +268,11 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
                     if (!worker->any_steps) {
                         worker->any_steps = true;
                         worker->env_steps_first = steps;
-                        worker->env_steps_latest = steps;
-                    } else if (drl::serial_after(steps, worker->env_steps_latest)) {
-                        worker->env_steps_latest = steps;
+                        worker->env_steps_last = steps;
+                        worker->env_steps_since_first = 0;
+                    } else if (const std::uint32_t advance = drl::env_steps_advance(steps, worker->env_steps_last)) {
+                        worker->env_steps_last = steps;
+                        worker->env_steps_since_first += advance;
                     }
                 }
             }

@@ -1,5 +1,6 @@
 #include "transport/credit_planner.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace shesha::transport {
@@ -45,8 +46,18 @@ std::size_t CreditPlanner::plan(const proto::Header& chunk, std::uint32_t learne
     for (std::uint32_t& u : units_) u = 0;
     units_[named] = 1;
     stats_.units_named += 1;
-    const std::uint32_t extra =
-        (chunk.flags & proto::flag::kMerged) != 0 && chunk.contrib_count > 1 ? chunk.contrib_count - 1u : 0;
+    // A merged chunk stands for packet_count packets that left flight, one of them the named
+    // worker's. Without a count (0: a sender or switch that does not keep one), contrib_count is the
+    // upper bound: right when every sender sent its contributions one per packet, over otherwise.
+    std::uint32_t extra = 0;
+    if ((chunk.flags & proto::flag::kMerged) != 0 && chunk.contrib_count > 1) {
+        if (chunk.packet_count == 0) {
+            ++stats_.merged_without_packet_count;
+            extra = chunk.contrib_count - 1u;
+        } else {
+            extra = std::min<std::uint32_t>(chunk.packet_count, chunk.contrib_count) - 1u;
+        }
+    }
     std::uint32_t live_others = 0;
     for (std::size_t i = 0; i < n; ++i)
         if (i != named && !workers_[i].quiet) ++live_others;

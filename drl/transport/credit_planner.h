@@ -5,14 +5,15 @@
 // Why a plan and not simply "credit the sender": a chunk merged in the network names only its
 // first contributor (worker_id), yet it stood for several chunks in flight at several workers.
 // The named worker gets one unit (its own chunk) plus the congestion echo; when the MERGED flag
-// is set, contrib_count - 1 further units go one at a time, round robin, to the cluster's other
-// workers (in a one-worker cluster, back to that worker: the switch merged its own updates). In
-// the common case, one chunk from each of c workers merged, every contributor gets its unit back.
-// The rule errs toward over-crediting: when senders also merged (SENDER_MERGED, fewer packets
-// than contributions) or the switch merged successive updates of one worker, some workers get a
-// unit too many; one with nothing in flight ignores it (CreditSender counts it as excess), one
-// with chunks in flight sends a little early. Under-crediting would instead stall workers until
-// their credit timeout. The exact fix needs a packet count in the header (docs/transport.md).
+// is set, packet_count - 1 further units go one at a time, round robin, to the cluster's other
+// workers (in a one-worker cluster, back to that worker: the switch merged its own updates). The
+// switch sums packet counts as it merges, so the units equal the packets that left flight however
+// many contributions the senders had summed into each (SENDER_MERGED). In the common case, one
+// chunk from each of c workers merged, every contributor gets its unit back; when the switch
+// merged successive chunks of one worker, the count is right but a unit may reach another worker
+// (CreditSender's bank and flight expiry absorb that). A merged chunk without a packet count (0)
+// falls back to contrib_count - 1, an upper bound: one with nothing in flight ignores a surplus
+// unit (CreditSender counts it as excess), one with chunks in flight sends a little early.
 //
 // A worker the learner has not heard from for a while (set_quiet, e.g. killed) gets no spread
 // units: past its credit timeout it has forgotten its chunks in flight, so a unit sent to it would
@@ -41,6 +42,7 @@ struct CreditPlannerStats {
     std::uint64_t units_spread = 0;     // units spread to the other workers
     std::uint64_t units_spread_past_quiet = 0;  // of those, spread while some other worker was quiet
     std::uint64_t echoes = 0;           // CE echoes
+    std::uint64_t merged_without_packet_count = 0;  // merged chunks spread by contrib_count (no count)
     std::uint64_t unknown_worker = 0;   // chunk named a worker outside the cluster: no credit
     std::uint64_t wrong_cluster = 0;
 };

@@ -142,6 +142,7 @@ std::optional<OutgoingChunk> CreditSender::next_to_send(std::uint64_t now_ns) no
     h.seq = s.seq;
     set_chunk_fields(layout_, k, h);
     h.contrib_count = s.contrib_count;
+    h.packet_count = 1;  // one packet, however many contributions it sums
     h.ts_earliest_ns = s.ts_earliest;
     h.ts_latest_ns = s.ts_latest;
     out.elements = {storage_.data() + layout_.offset(k), h.elem_count};

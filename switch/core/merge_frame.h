@@ -63,8 +63,9 @@ namespace merge_detail {
 
 // Adds `arriving` into `waiting` (no checks: the caller has matched the key and destination and
 // called may_merge). Both point at Shesha headers, each followed by elem_count fp32.
-// The waiting packet ends up carrying `contributions` (its old count plus the arrival's), the span
-// of both packets' timestamps, MERGED, and the arrival's congestion mark if it had one.
+// The waiting packet ends up carrying `contributions` (its old count plus the arrival's), the sum
+// of both packet counts, the span of both packets' timestamps, MERGED, and the arrival's
+// congestion mark if it had one.
 [[gnu::always_inline]] inline void merge_gradient_into(std::uint8_t* waiting, const std::uint8_t* arriving,
                                                        std::uint16_t elem_count, std::uint16_t contributions) noexcept {
     namespace in = proto::inplace;
@@ -73,6 +74,7 @@ namespace merge_detail {
     add_f32(reinterpret_cast<float*>(waiting + proto::kHeaderSize),
             reinterpret_cast<const float*>(arriving + proto::kHeaderSize), elem_count);
     in::set_contrib_count(waiting, contributions);
+    in::set_packet_count(waiting, proto::merged_packet_count(in::packet_count(waiting), in::packet_count(arriving)));
     store_be64(waiting + proto::off::kTsEarliest,
                std::min(load_be64(waiting + proto::off::kTsEarliest), load_be64(arriving + proto::off::kTsEarliest)));
     store_be64(waiting + proto::off::kTsLatest,

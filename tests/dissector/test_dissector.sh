@@ -63,8 +63,8 @@ fields() {
 
 # Header fields of every frame. Frame 8 goes to UDP port 9999: not Shesha by default.
 check "header fields" "$(cat <<'X'
-1|1|0x00|1|7|3|41|100|2|4|8|1|1700000000123456789|1700000000123456789|0|
-2|1|0x03|1|7|3|40|100|2|4|8|3|1700000000123456789|1700000000123459289|0|
+1|1|0x00|1|7|3|41|100|2|4|8|1|1700000000123456789|1700000000123456789|1|
+2|1|0x03|1|7|3|40|100|2|4|8|3|1700000000123456789|1700000000123459289|3|
 3|2|0x00|2|7|0|41|100|0|1|4|1|1700000000123456789|1700000000123456789|0|
 4|3|0x04|0|7|3|42|0|0|1|0|1|1700000000200000000|1700000000200000000|0|
 5|4|0x00|0|7|3|0|0|0|1|0|1|1700000000300000000|1700000000300000000|0|
@@ -75,9 +75,9 @@ check "header fields" "$(cat <<'X'
 X
 )" "$(fields frame.number shesha.type shesha.flags shesha.elem_type shesha.cluster shesha.worker \
       shesha.model_version shesha.seq shesha.chunk_index shesha.chunk_count shesha.elem_count \
-      shesha.contrib_count shesha.ts_earliest shesha.ts_latest shesha.reserved shesha.error)"
+      shesha.contrib_count shesha.ts_earliest shesha.ts_latest shesha.packet_count shesha.error)"
 
-check "magic and version" "$(printf '0x5348|1\n%.0s' 1 2 3 4 5 6 7)" \
+check "magic and version" "$(printf '0x5348|2\n%.0s' 1 2 3 4 5 6 7)" \
     "$(fields shesha.magic shesha.version | head -7)"
 
 # Flag bits one by one.

@@ -61,7 +61,7 @@ import socket, struct, sys
 port = int(sys.argv[1])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 def hdr(type_=1, flags=0, elem=1, cluster=5, worker=1, version=1, seq=1, idx=0, count=5, elems=1024, contrib=1, ts=1000):
-    return struct.pack(">HBBBBHIIIHHHHQQI", 0x5348, 1, type_, flags, elem, cluster, worker, version, seq, idx, count, elems, contrib, ts, ts, 0)
+    return struct.pack(">HBBBBHIIIHHHHQQI", 0x5348, 2, type_, flags, elem, cluster, worker, version, seq, idx, count, elems, contrib, ts, ts, 0)
 def grad(values, **kw):
     return hdr(elems=len(values), **kw) + struct.pack("<%df" % len(values), *values)
 send = lambda b: s.sendto(b, ("127.0.0.1", port))

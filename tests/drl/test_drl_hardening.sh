@@ -67,7 +67,7 @@ PARAMS, CHUNK = 4675, 256
 COUNT = (PARAMS + CHUNK - 1) // CHUNK
 
 def header(type_, flags, elem, worker, version, idx, count, elems, ts):
-    return struct.pack(">HBBBBHIIIHHHHQQI", 0x5348, 1, type_, flags, elem, 1, worker, version, 1,
+    return struct.pack(">HBBBBHIIIHHHHQQI", 0x5348, 2, type_, flags, elem, 1, worker, version, 1,
                        idx, count, elems, 1, ts, ts, 0)
 
 def gradient(worker, version, idx, value):

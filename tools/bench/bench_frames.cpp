@@ -37,6 +37,7 @@ std::size_t build_gradient_frame(const GradientFrameSpec& spec, std::span<std::u
     h.chunk_count = spec.chunk_count;
     h.elem_count = spec.elem_count;
     h.contrib_count = 1;
+    h.packet_count = 1;
     h.ts_earliest_ns = h.ts_latest_ns = 1;
     const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), body_len);
     if (proto::encode(h, body, out.subspan(frame::kUdpPayloadOffset)) != payload_len) return 0;

@@ -198,6 +198,7 @@ bool Generator::send_next_chunk(Worker& w) {
     h.chunk_count = static_cast<std::uint16_t>(opts_.chunks);
     h.elem_count = static_cast<std::uint16_t>(opts_.elems);
     h.contrib_count = 1;
+    h.packet_count = 1;
     h.ts_earliest_ns = w.update_ts_ns;
     h.ts_latest_ns = w.update_ts_ns;
     pattern::fill(elements_.data(), elements_.size(), w.cluster_id, w.next_chunk, w.worker_id);

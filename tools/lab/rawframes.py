@@ -65,7 +65,7 @@ def main() -> int:
             payload = b"\x00\x00" + payload[2:]  # never the Shesha magic by chance
             frame = dst_mac + src_mac + b"\x08\x00" + ipv4_udp(a.src_ip, a.dst_ip, 40000, a.port, payload)
         elif a.kind == "truncated":
-            hdr = struct.pack("!HBBBBHIII", 0x5348, 1, 1, 0, 1, 1, 7, 0, 0)  # 20 bytes of a GRADIENT header
+            hdr = struct.pack("!HBBBBHIII", 0x5348, 2, 1, 0, 1, 1, 7, 0, 0)  # 20 bytes of a GRADIENT header
             frame = dst_mac + src_mac + b"\x08\x00" + ipv4_udp(a.src_ip, a.dst_ip, 40000, a.port, hdr)
         else:  # badip: IPv4 total length claims 200 bytes more than the frame holds
             frame = dst_mac + src_mac + b"\x08\x00" + ipv4_udp(a.src_ip, a.dst_ip, 40000, a.port, b"x" * 30, 200)

@@ -130,7 +130,9 @@ int main(int argc, char** argv) {
     // 1. GRADIENT from worker 3 (weight 4), fp32 pattern elements.
     {
         const std::uint32_t workers[] = {3};
-        auto buf = gradient_message(gradient_header(), workers, len);
+        proto::Header h = gradient_header();
+        h.packet_count = 1;
+        auto buf = gradient_message(h, workers, len);
         pcap.write(to_frame(std::move(buf), len));
     }
     // 2. GRADIENT merged in network: workers 3, 4, 5 (weights 4 + 1 + 2), CE set by a queue.
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
         proto::Header h = gradient_header();
         h.flags = proto::flag::kMerged | proto::flag::kCongestionExperienced;
         h.contrib_count = 3;
+        h.packet_count = 3;
         h.model_version = 40;
         h.ts_latest_ns = h.ts_earliest_ns + 2500;
         const std::uint32_t workers[] = {3, 4, 5};

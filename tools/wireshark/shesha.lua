@@ -1,4 +1,4 @@
--- Wireshark / tshark dissector for the Shesha wire protocol, version 1 (docs/protocol.md).
+-- Wireshark / tshark dissector for the Shesha wire protocol, version 2 (docs/protocol.md).
 --
 -- Use:   tshark -X lua_script:tools/wireshark/shesha.lua -r capture.pcap
 --   or copy this file into ~/.local/lib/wireshark/plugins/.
@@ -11,7 +11,7 @@
 local DEFAULT_PORT = 17717
 local HEADER_SIZE = 48
 local MAGIC = 0x5348
-local VERSION = 1
+local VERSION = 2
 local MAX_ELEMENTS = 2048
 local CREDIT_BODY = 16
 local FEEDBACK_BODY = 24
@@ -43,7 +43,8 @@ local f = {
     ts_earliest = ProtoField.uint64("shesha.ts_earliest", "Earliest timestamp (ns)", base.DEC),
     ts_latest = ProtoField.uint64("shesha.ts_latest", "Latest timestamp (ns)", base.DEC),
     ts_spread = ProtoField.uint64("shesha.ts_spread", "Latest - earliest (ns)", base.DEC),
-    reserved = ProtoField.uint32("shesha.reserved", "Sender info (GRADIENT: worker env steps)", base.DEC),
+    packet_count = ProtoField.uint8("shesha.packet_count", "Packets summed (GRADIENT; 0 = unknown)", base.DEC),
+    env_steps = ProtoField.uint24("shesha.env_steps", "Sender info (GRADIENT: worker env steps, low 24 bits)", base.DEC),
     error = ProtoField.string("shesha.error", "Decode error"),
 
     elements = ProtoField.bytes("shesha.elements", "Elements"),
@@ -191,7 +192,8 @@ function shesha.dissector(tvb, pinfo, tree)
     local i_ts_e = hdr:add(f.ts_earliest, tvb(28, 8))
     hdr:add(f.ts_latest, tvb(36, 8))
     if ts_l >= ts_e then hdr:add(f.ts_spread, ts_l - ts_e):set_generated() end
-    hdr:add(f.reserved, tvb(44, 4))
+    hdr:add(f.packet_count, tvb(44, 1))
+    hdr:add(f.env_steps, tvb(45, 3))
 
     local carries_elements = (mtype == 1 or mtype == 2)
     local body_len = len - HEADER_SIZE
