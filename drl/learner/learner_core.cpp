@@ -268,11 +268,11 @@ void LearnerCore::handle_gradient(const proto::Message& m, std::span<const std::
                     if (!worker->any_steps) {
                         worker->any_steps = true;
                         worker->env_steps_first = steps;
-                        worker->env_steps_last = steps;
                         worker->env_steps_since_first = 0;
-                    } else if (const std::uint32_t advance = drl::env_steps_advance(steps, worker->env_steps_last)) {
-                        worker->env_steps_last = steps;
-                        worker->env_steps_since_first += advance;
+                    } else {
+                        // The newest count seen is first + advance so far, modulo 2^24.
+                        const auto last = static_cast<std::uint32_t>(worker->env_steps_first + worker->env_steps_since_first);
+                        worker->env_steps_since_first += drl::env_steps_advance(steps, last);
                     }
                 }
             }

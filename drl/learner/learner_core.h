@@ -121,7 +121,6 @@ struct WorkerInfo {
     std::uint32_t models_since_heard = 0;  // MODEL copies sent since its last datagram (model_budget)
     bool any_steps = false;
     std::uint32_t env_steps_first = 0;     // first 24-bit count seen in this incarnation (baseline on resume)
-    std::uint32_t env_steps_last = 0;      // the newest 24-bit count seen
     std::uint64_t env_steps_since_first = 0;  // unwrapped advance from env_steps_first
     std::uint64_t chunks_applied = 0;
     std::uint64_t credit_units = 0;        // CREDIT units sent to it (named and spread)
