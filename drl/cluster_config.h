@@ -32,7 +32,7 @@ struct A3cConfig {
 struct TransportConfig {
     std::uint32_t chunk_elems = 1024;
     double w_init = 16;
-    double w_min = 1;
+    double w_min = 1.0 / 16;  // SenderConfig's default
     double w_max = 256;
     double additive_increase = 1;
     bool slow_start = true;    // double the window per unmarked round until the first cut (SenderConfig::slow_start)

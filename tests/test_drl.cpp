@@ -179,7 +179,11 @@ TEST_CASE("cluster config: the shipped files load and defaults apply") {
     CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_rtts: 0.5}\n").find("transport.flight_expiry_rtts") != std::string::npos);
     CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_rtts: 5000}\n").find("transport.flight_expiry_rtts") != std::string::npos);
     CHECK(error_of("env: CartPole-v1\ntransport: {flight_expiry_rtts: soon}\n").find("transport.flight_expiry_rtts") != std::string::npos);
-    // A window below one chunk paces the sender (docs/transport.md).
+    // A window below one chunk paces the sender (docs/transport.md); 1/16 is the floor unless the
+    // file sets one ("A standing queue at the floor"), the same in the YAML reader and the sender.
+    CHECK(sc.w_min == 0.0625);
+    CHECK(transport::SenderConfig{}.w_min == 0.0625);
+    CHECK(drl::sender_config(drl::parse_cluster_config("env: CartPole-v1\ntransport: {w_min: 1}\n", "m.yaml"), 1, 1, 100).w_min == 1.0);
     const transport::SenderConfig paced = drl::sender_config(
         drl::parse_cluster_config("env: CartPole-v1\ntransport: {w_min: 0.0625, w_init: 1}\n", "m.yaml"), 1, 1, 100);
     CHECK(paced.w_min == 0.0625);
@@ -190,7 +194,7 @@ TEST_CASE("cluster config: merge_aware and merge_floor errors name the key") {
     CHECK(error_of("env: CartPole-v1\ntransport: {merge_floor: 8}\n") ==
           "test.yaml:2:26: transport.merge_floor: merge_floor needs transport.merge_aware: true");
     CHECK(error_of("env: CartPole-v1\ntransport: {merge_aware: true, merge_floor: 512}\n") ==
-          "test.yaml:2:45: transport.merge_floor: expected 0 (off) or a merge_floor in [w_min, w_max] = [1, 256], got 512");
+          "test.yaml:2:45: transport.merge_floor: expected 0 (off) or a merge_floor in [w_min, w_max] = [0.0625, 256], got 512");
     CHECK(error_of("env: CartPole-v1\ntransport: {merge_aware: yes please}\n") ==
           "test.yaml:2:26: transport.merge_aware: expected true or false, got 'yes please'");
 }

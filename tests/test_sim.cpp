@@ -12,6 +12,7 @@
 #include "host_queue.h"
 #include "sim_config.h"
 #include "simulator.h"
+#include "transport/credit_sender.h"
 
 using namespace shesha::sim;
 
@@ -177,6 +178,22 @@ TEST_CASE("conservation of contributions with drops, window control and feedback
     CHECK(r.jain_fairness <= 1.0);
 }
 
+TEST_CASE("the senders' flight expiry and excess units are summed into the summary") {
+    // A fixed expiry shorter than any round trip here (the learner port alone is 1 us per frame):
+    // chunks expire, and the units that come for them later find nothing in flight.
+    const std::string base =
+        "seed: 5\nduration_ms: 2\ntopology: {kind: tor}\n"
+        "workload: {clusters: 1, workers_per_cluster: 8, chunks: 8, chunk_elems: 256, compute_us: 100}\n"
+        "links: {learner_gbps: 10}\nqueue: {capacity_packets: 64, mark_depth_packets: 0}\nmodel: {delivery: none}\n";
+    const Summary expiring = run(load_scenario(base + "transport: {window_control: true, flight_expiry_us: 0.5}\n", "test"));
+    CHECK(expiring.chunks_expired > 0);
+    CHECK(expiring.credits_excess > 0);
+    CHECK(expiring.contributions_sent == expiring.contributions_applied + expiring.contributions_dropped);
+    const Summary none = run(load_scenario(base + "transport: {window_control: true, flight_expiry_rtts: 0}\n", "test"));
+    CHECK(none.chunks_expired == 0);
+    CHECK(summary_csv_header().find(",chunks_expired,credits_excess,sim_end_ms,") != std::string::npos);
+}
+
 TEST_CASE("merge-aware window with a merge floor and pacing: contributions conserved, sums exact") {
     const Scenario s = load_scenario(
         "seed: 5\nduration_ms: 4\ntopology: {kind: leaf_spine, leaves: 4, spines: 2}\n"
@@ -217,6 +234,7 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK_THAT(error_of("transport: {flight_expiry_rtts: -2}\n"), Catch::Contains("'transport.flight_expiry_rtts'"));
     CHECK(load_scenario("transport: {flight_expiry_rtts: 3}\n", "f.yaml").flight_expiry_rtts == 3);
     CHECK(load_scenario("", "f.yaml").flight_expiry_rtts == -1);  // unset: the sender's (2), or the cluster YAML's
+    CHECK(load_scenario("", "f.yaml").w_min == shesha::transport::SenderConfig{}.w_min);  // the senders' floor, 1/16: pacing
     CHECK(load_scenario("", "f.yaml").slow_start);  // on, as the sender's default
     CHECK_FALSE(load_scenario("", "f.yaml", {"transport.slow_start=false"}).slow_start);
     CHECK_THAT(error_of("transport: {slow_start: often}\n"), Catch::Contains("'transport.slow_start'"));

@@ -755,6 +755,12 @@ TEST_CASE("verify YAML: window constants from the workers' own cluster YAML") {
     CHECK(tmp_error("worker_configs: [c.yaml]").find("transport.w_init = 2.5: the verifier needs a whole number") !=
           std::string::npos);
     CHECK(tmp_error("worker_configs: [a.yaml, a.yaml]").empty());
+    // A pacing floor (w_min below one chunk, the shipped default) is modelled as one chunk, and said so.
+    std::ofstream(tmp / "paced.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 0.0625, w_max: 4}\n";
+    const VerifyConfig paced = parse_verify_config("worker_configs: [paced.yaml]\nmodel: {clusters: 2}\n", "t.yaml", tmp.string());
+    CHECK(paced.model.w_min == 1);
+    CHECK(paced.model.w_init == 2);
+    CHECK(paced.notes.find("transport.w_min 0.0625 (pacing below one chunk) is modelled as 1 chunk") != std::string::npos);
     std::filesystem::remove_all(tmp);
     // A cluster YAML the worker would reject is rejected here too (good.yaml is not a cluster YAML).
     CHECK(error_of("worker_configs: [good.yaml]").find("worker_configs[0]") != std::string::npos);
@@ -838,5 +844,14 @@ TEST_CASE("check on a deployment: a switch YAML and its cluster YAMLs become the
     const std::string slow = (tmp / "slow.yaml").string(), aware = (tmp / "aware.yaml").string();
     CHECK(error_of({dir + "/cluster-small.yaml", slow, slow}).find(slow + ": transport.w_init: ") != std::string::npos);
     CHECK(error_of({aware, aware, aware}).find(aware + ": transport.merge_aware is true") != std::string::npos);
+    // A pacing floor below one chunk is modelled as one chunk, and listed among the abstractions.
+    std::ofstream(tmp / "paced.yaml") << "env: CartPole-v1\ntransport: {w_init: 2, w_min: 0.0625, w_max: 4}\n";
+    const std::string paced = (tmp / "paced.yaml").string();
+    const Deployment p = deployment_from_switch(dir + "/switch-weighted-3-2-1.yaml", "", {paced, paced, paced});
+    CHECK(p.config.model.w_min == 1);
+    CHECK(std::any_of(p.abstracted.begin(), p.abstracted.end(), [](const std::string& a) {
+        return a.find("transport.w_min: 0.0625 (pacing: one chunk every 1/W round trips) is modelled as a floor of one chunk") !=
+               std::string::npos;
+    }));
     std::filesystem::remove_all(tmp);
 }

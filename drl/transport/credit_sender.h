@@ -40,7 +40,9 @@ struct SenderConfig {
     // credit it waits (1/W - 1) smoothed round-trip times before the next, so W = 0.25 sends one
     // chunk every 4 RTTs. That lets 1,000+ senders behind one port go below a chunk each.
     double w_init = 16;
-    double w_min = 1;                  // > 0; below 1 allows pacing
+    // Below 1 by default: at the floor of one chunk per sender, credit units spread after in-network
+    // merges can hold a standing queue (docs/transport.md, "A standing queue at the floor").
+    double w_min = 1.0 / 16;           // > 0; below 1 allows pacing
     double w_max = 256;
     double additive_increase = 1;      // chunks added per window-round without marks
     // Until the first cut (echoed marks, FEEDBACK or a credit timeout) a round without marks

@@ -91,6 +91,10 @@ ARMS["shipped+expiry4rtt"] = ["transport.flight_expiry_rtts=4"]
 ARMS["shipped-ss"] = ["transport.slow_start=false"]
 ARMS["shipped-expiry"] = ["transport.flight_expiry_rtts=0"]
 ARMS["shipped-ss-expiry"] = ["transport.slow_start=false", "transport.flight_expiry_rtts=0"]
+# The shipped arm with the window's floor at one chunk, as shipped before 2026-12-06's thirteenth
+# stop (transport.w_min 1 instead of 1/16: no pacing; docs/transport.md, "A standing queue at the
+# floor"). In this study the two give the same figures at every point.
+ARMS["shipped-nopace"] = ["transport.w_min=1"]
 # The shipped defaults with bounded-lag fair queues instead of DRR (queue.fair_lag, docs/queue.md).
 ARMS["shipped+lag"] = ["queue.fair=true", "queue.fair_lag=32"]
 ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport.flight_expiry_us=250"]

@@ -101,7 +101,7 @@ struct Scenario {
     bool switch_feedback = true;     // switch -> sender FEEDBACK on marks (rate limited)
     // w_init is transport::SenderConfig's default (the cluster YAMLs' too); w_max stays below its 256.
     double w_init = 16;
-    double w_min = 1;                // below 1: the senders pace (one chunk per 1/W round trips)
+    double w_min = 1.0 / 16;         // below 1: the senders pace (one chunk per 1/W round trips); SenderConfig's default
     bool merge_aware = false;        // FEEDBACK and echo cuts scaled by 1 - the switch's merge fraction
     bool cumulative_ack = false;     // SenderConfig::cumulative_ack (off, as the workers' default)
     bool bank_excess = false;        // SenderConfig::bank_excess

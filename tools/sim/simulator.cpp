@@ -1764,8 +1764,13 @@ struct Simulator::Impl final : FeedbackSink {
         const int levels = two_way ? kHopLevels : static_cast<int>(HopLevel::LearnerNic);  // the way back only exists in two-directional runs
         for (int h = 0; h < levels; ++h) series.push_back({t_ms, "depth_max", static_cast<std::uint32_t>(h), static_cast<double>(depth_max[h])});
         double wsum = 0;
-        for (const Worker& w : workers) wsum += w.sender->window();
+        std::uint64_t in_flight = 0;
+        for (const Worker& w : workers) {
+            wsum += w.sender->window();
+            in_flight += w.sender->in_flight();
+        }
         series.push_back({t_ms, "window_mean", 0, wsum / static_cast<double>(workers.size())});
+        series.push_back({t_ms, "in_flight_sum", 0, static_cast<double>(in_flight)});
         if (two_way) {
             // Both directions of each learner port, and how old the workers' models are.
             for (std::uint32_t p = 0; p < learner_port_count; ++p) {
@@ -1862,6 +1867,8 @@ struct Simulator::Impl final : FeedbackSink {
             s.contributions_sent += c.contributions_sent;
             s.sender_merges += c.chunks_merged;
             s.credit_timeouts += c.credit_timeouts;
+            s.chunks_expired += c.chunks_expired;
+            s.credits_excess += c.credits_excess;
             wsum += w.sender->window();
         }
         s.window_mean = wsum / static_cast<double>(workers.size());
@@ -2007,7 +2014,7 @@ std::string summary_csv_header() {
          "model_requests_answered,model_requests_rate_limited,models_withheld,model_chunks_received,versions_adopted,"
          "model_assemblies_abandoned,model_verify_failures,workers_without_model,model_delivery_mean_us,"
          "model_delivery_max_us,model_age_mean_us,first_model_mean_us,learner_send_credit_wait_mean_us,"
-         "learner_send_credit_wait_max_us";
+         "learner_send_credit_wait_max_us,chunks_expired,credits_excess";
     h += ",sim_end_ms,events,wall_s,packets_per_wall_s\n";
     return h;
 }
@@ -2033,6 +2040,7 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
                        m.chunks_received, m.versions_adopted, m.assemblies_abandoned, m.verify_failures,
                        m.workers_without_model, m.delivery_mean_us, m.delivery_max_us, m.model_age_mean_us,
                        m.first_model_mean_us, m.credit_wait_mean_us, m.credit_wait_max_us);
+    row += fmt::format(",{},{}", r.chunks_expired, r.credits_excess);
     row += fmt::format(",{:.3f},{},{:.3f},{:.0f}\n", r.sim_end_ms, r.events, r.wall_s, r.packets_per_wall_s);
     return row;
 }

@@ -164,6 +164,8 @@ struct Summary {
     std::uint64_t contributions_dropped = 0;  // in dropped packets (queue tail drops + pool exhaustion)
     std::uint64_t sender_merges = 0;
     std::uint64_t credit_timeouts = 0;
+    std::uint64_t chunks_expired = 0;         // senders' flight expiry (SenderCounters::chunks_expired)
+    std::uint64_t credits_excess = 0;         // credit units that found nothing in flight
     std::uint64_t feedback_sent = 0;
     std::uint64_t feedback_suppressed = 0;
     double window_mean = 0;                   // over workers, at the end

@@ -113,7 +113,9 @@ void build(const PortFacts& f, Deployment& dep) {
         caps.push_back(std::min(kWindowCap, whole(std::min<double>(t.w_max, kWindowCap), c, "w_max")));
         widest_init = std::max(widest_init, whole(std::min<double>(t.w_init, caps.back()), c, "w_init"));
     }
-    m.w_min = whole(t0.w_min, 0, "w_min");
+    // A pacing sender (w_min below one chunk) holds at most one chunk in flight, as at W = 1, and only
+    // sends it later; the model's senders send as soon as the window allows, so its floor is 1.
+    m.w_min = whole(std::max(t0.w_min, 1.0), 0, "w_min");
     if (m.w_min > kWindowCap)
         fail(fmt::format("{}: transport.w_min = {}: above the model's window bound {}", f.transport_keys[0], m.w_min,
                          kWindowCap));
@@ -133,6 +135,10 @@ void build(const PortFacts& f, Deployment& dep) {
     if (std::any_of(caps.begin(), caps.end(), [&](int w) { return w != m.w_max; })) m.w_max_by_cluster = caps;
     dep.bounds.push_back(fmt::format("windows: [{}, {}] init {} chunks -> [{}, {}] init {}", t0.w_min, t0.w_max,
                                      t0.w_init, m.w_min, m.w_max, m.w_init));
+    if (t0.w_min < 1)
+        dep.abstracted.push_back(fmt::format("transport.w_min: {} (pacing: one chunk every 1/W round trips) is modelled "
+                                             "as a floor of one chunk, sent as soon as nothing is in flight",
+                                             t0.w_min));
     dep.bounds.push_back(fmt::format("{} chunk indexes per update, one sender per cluster, {} arrivals per step and "
                                      "sender, {} packet per step leaves the port, credits and FEEDBACK after 1 step "
                                      "(horizon: the model line)", m.chunks, m.max_arrivals, m.service_rate));
