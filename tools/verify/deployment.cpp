@@ -113,9 +113,7 @@ void build(const PortFacts& f, Deployment& dep) {
         caps.push_back(std::min(kWindowCap, whole(std::min<double>(t.w_max, kWindowCap), c, "w_max")));
         widest_init = std::max(widest_init, whole(std::min<double>(t.w_init, caps.back()), c, "w_init"));
     }
-    // A pacing sender (w_min below one chunk) holds at most one chunk in flight, as at W = 1, and only
-    // sends it later; the model's senders send as soon as the window allows, so its floor is 1.
-    m.w_min = whole(std::max(t0.w_min, 1.0), 0, "w_min");
+    m.w_min = whole(modelled_w_min(t0.w_min), 0, "w_min");
     if (m.w_min > kWindowCap)
         fail(fmt::format("{}: transport.w_min = {}: above the model's window bound {}", f.transport_keys[0], m.w_min,
                          kWindowCap));

@@ -186,9 +186,7 @@ VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string
         for (std::size_t i = 0; i < per_file.size(); ++i)
             if (per_file[i].w_init > per_file[widest].w_init) widest = i;
         m.w_init = whole(per_file[widest].w_init, widest, "w_init");
-        // A pacing sender (w_min below one chunk) holds at most one chunk in flight, as at W = 1, and
-        // only sends it later; the model's senders send as soon as the window allows: floor 1.
-        m.w_min = whole(std::max(t0.w_min, 1.0), 0, "w_min");
+        m.w_min = whole(modelled_w_min(t0.w_min), 0, "w_min");
         if (t0.w_min < 1)
             cfg.notes += fmt::format("note: transport.w_min {} (pacing below one chunk) is modelled as 1 chunk\n", t0.w_min);
         m.additive_increase = whole(t0.additive_increase, 0, "additive_increase");

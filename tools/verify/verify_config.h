@@ -54,6 +54,11 @@ struct VerifyConfig {
     std::string notes;  // e.g. which values came from which file, ignored switch settings
 };
 
+// The model's window floor for a sender's w_min. A pacing sender (w_min below one chunk) holds at
+// most one chunk in flight, as at W = 1, and only sends it later; the model's senders send as soon
+// as the window allows, so its floor is one chunk.
+inline double modelled_w_min(double w_min) noexcept { return w_min < 1 ? 1.0 : w_min; }
+
 // Parses verify YAML text; base_dir resolves a relative switch_config path.
 VerifyConfig parse_verify_config(const std::string& yaml_text, const std::string& source,
                                  const std::string& base_dir);
