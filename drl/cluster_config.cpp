@@ -147,7 +147,7 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
                                   "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
                                   "admit_worker_ids", "model_budget", "model_delivery", "model_group", "credit_priority"});
-    if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = static_cast<std::uint32_t>(r.uint(*x, 0, kMaxMs));
+    if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = r.number(*x, 0.0, kMaxMs);
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
     if (auto x = map.get("merged_steps"))

@@ -79,7 +79,7 @@ enum class ModelDelivery : std::uint8_t {
 inline constexpr std::uint32_t kEveryWorker = 0xFFFFFFFFu;
 
 struct LearnerConfig {
-    std::uint32_t publish_interval_ms = 5;    // a new model version at most this often (if changed)
+    double publish_interval_ms = 5;           // a new model version at most this often (if changed); fractional ms allowed
     std::uint32_t rebroadcast_ms = 250;       // the current version again to every known worker
     bool staleness_scaling = false;           // scale a chunk by 1 / (1 + staleness)
     MergedSteps merged_steps = MergedSteps::One;

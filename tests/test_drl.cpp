@@ -983,6 +983,32 @@ TEST_CASE("cluster config: learner.credit_priority, on by default, with errors n
     CHECK(learner::datagram_tos(c.learner, credit) == 0);
 }
 
+TEST_CASE("cluster config: learner.publish_interval_ms takes fractions of a millisecond, errors name the key") {
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml").learner.publish_interval_ms == 5.0);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {publish_interval_ms: 7.25}\n", "t.yaml").learner.publish_interval_ms == 7.25);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {publish_interval_ms: 0}\n", "t.yaml").learner.publish_interval_ms == 0.0);
+    for (const char* bad : {"-1", "4000000", ".nan", "fast"})
+        CHECK(error_of(std::string("env: CartPole-v1\nlearner: {publish_interval_ms: ") + bad + "}\n")
+                  .find("learner.publish_interval_ms") != std::string::npos);
+}
+
+TEST_CASE("learner: a fractional publish interval publishes once that many nanoseconds have passed") {
+    LearnerFixture f(false, drl::MergedSteps::One, [](drl::ClusterConfig& c) { c.learner.publish_interval_ms = 2.5; });
+    const auto published = [&] { return f.core->counters().versions_published; };
+    f.feed(message(gradient_header(0, 3, 3, 1), {1, 1, 1, 1}), 5000, 1'000'000);
+    f.core->on_tick(2'499'999, 2'499'999);
+    CHECK(published() == 0);  // 2.5 ms after the start (the last version) less 1 ns
+    f.core->on_tick(2'500'000, 2'500'000);
+    CHECK(published() == 1);
+    f.feed(message(gradient_header(1, 3, 3, 1), {1, 1, 1, 1}), 5000, 3'000'000);
+    f.core->on_tick(4'999'999, 4'999'999);
+    CHECK(published() == 1);
+    f.core->on_tick(5'000'000, 5'000'000);
+    CHECK(published() == 2);
+    f.core->on_tick(9'000'000, 9'000'000);
+    CHECK(published() == 2);  // nothing applied since
+}
+
 namespace {
 constexpr std::uint32_t kGroup = 0xEF4D0007u;  // 239.77.0.7
 void replicated(drl::ClusterConfig& c) {

@@ -41,6 +41,7 @@ LearnerCore::LearnerCore(const drl::ClusterConfig& config, std::uint16_t cluster
         group_.sin_addr.s_addr = htonl(config.learner.model_group);
         group_.sin_port = htons(config.udp_port);
     }
+    publish_interval_ns_ = static_cast<std::uint64_t>(std::llround(config.learner.publish_interval_ms * 1e6));
     clip_norm_ = config.learner.max_grad_norm >= 0 ? config.learner.max_grad_norm
                                                    : std::max(0.0, static_cast<double>(config.a3c.loss.max_grad_norm));
     for (std::uint16_t k = 0; k < layout_.chunk_count; ++k)
@@ -567,7 +568,7 @@ bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
     if (changed) rebuild_planner();
     update_quiet(now_mono);
 
-    if (now_mono - last_publish_mono_ >= std::uint64_t{config_.learner.publish_interval_ms} * 1'000'000 &&
+    if (now_mono - last_publish_mono_ >= publish_interval_ns_ &&
         publish_now(now_real, now_mono))
         return true;
     if (now_mono - last_rebroadcast_mono_ >= std::uint64_t{config_.learner.rebroadcast_ms} * 1'000'000) {

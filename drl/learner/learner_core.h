@@ -248,6 +248,7 @@ private:
 
     std::uint32_t version_ = 1;
     std::uint64_t published_real_ns_ = 0;
+    std::uint64_t publish_interval_ns_ = 0;  // learner.publish_interval_ms
     std::uint64_t last_publish_mono_ = 0;
     std::uint64_t last_rebroadcast_mono_ = 0;
     std::uint64_t applied_since_publish_ = 0;
