@@ -133,6 +133,41 @@ def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
     assert sim_check.us_list([500.0, 1000.5]) == "500,1000.5" and sim_check.us_list(12.5) == "12.5"
 
 
+def test_learners_publish_at_the_racks_measured_cadence(scenario, write_file, tmp_path):
+    # Cluster 1's learner: evaluations at 1, 2, 3 and 4 s with versions 100, 230, 360, 490, target
+    # reached at 3 s: 260 versions in 2 s (the row after the target does not count) -> 7.692 ms.
+    write_file("run/learner-c1/learner.csv", "wall_seconds,env_steps,version,eval_mean_return\n"
+               "1.0,10,100,20\n2.0,20,230,200\n3.0,30,360,480\n4.0,40,490,500\n")
+    write_file("run/learner-c1/learner.json", {"target": {"reached": True, "seconds": 3.0}})
+    # Cluster 2's learner evaluated once: no cadence to take.
+    write_file("run/learner-c2/learner.csv", "wall_seconds,env_steps,version,eval_mean_return\n1.0,5,50,-500\n")
+    c1, c2 = scenario["clusters"]
+    assert sim_check.rack_publish_interval_ms(str(tmp_path / "run"), c1) == pytest.approx(1000 / 130)
+    assert sim_check.rack_publish_interval_ms(str(tmp_path / "run"), c2) is None
+    # The simulator's copy of a cluster YAML with that interval; nothing else changes.
+    import yaml
+    shipped = c1["_config_used"]
+    assert sim_check.configured_publish_interval_ms(shipped) == 5.0
+    copy = sim_check.with_publish_interval(shipped, 1000 / 130, str(tmp_path / "cfg" / "c1.yaml"))
+    assert sim_check.configured_publish_interval_ms(copy) == pytest.approx(7.692)
+    with open(copy) as f:
+        changed = yaml.safe_load(f)
+    with open(shipped) as f:
+        original = yaml.safe_load(f)
+    assert changed["learner"].pop("publish_interval_ms") == pytest.approx(7.692)
+    original["learner"].pop("publish_interval_ms")
+    assert changed == original
+    # A file without the key gets it under learner:; one without learner: is refused, naming the key.
+    bare = write_file("bare.yaml", "env: CartPole-v1\nlearner:\n  eval_episodes: 3\n")
+    assert sim_check.configured_publish_interval_ms(bare) == 5.0
+    with open(sim_check.with_publish_interval(bare, 6.5, str(tmp_path / "cfg" / "bare.yaml"))) as f:
+        assert yaml.safe_load(f)["learner"] == {"publish_interval_ms": 6.5, "eval_episodes": 3}
+    with pytest.raises(LabError, match="learner.publish_interval_ms"):
+        sim_check.with_publish_interval(write_file("none.yaml", "env: CartPole-v1\n"), 6.5, str(tmp_path / "x.yaml"))
+    # The learners tick finely enough to keep such an interval.
+    assert settings_of(scenario, "shesha")["training.learner_tick_us"] == "100"
+
+
 def test_compute_leaves_out_the_time_the_workers_waited(scenario, write_file, tmp_path):
     # Cluster 1: 2 workers, 10 s each, of which 4 s and 6 s blocked waiting for a model or a newer
     # version: 10 s busy over 2000 updates. Cluster 2: one worker's wait time is damaged (longer
@@ -202,6 +237,7 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     computes = {"fifo": {str(s): {"step_us": 50, "update_us": 1200, "scale": 6.1, "rack": {
         "1": {"updates_per_s": 100.0, "steps_per_update": 5.0}, "2": {"updates_per_s": 90.0, "steps_per_update": 4.9}}}
         for s in (1, 2, 3)}}
+    computes["fifo"]["2"]["publish_interval_ms"] = [6.667, 5.0]  # seed 1's compute.json predates the key
     with open(tmp_path / "sim-check" / "compute.json", "w") as f:
         json.dump(computes, f)
     lines = sim_check.sim_check_section(str(tmp_path), scenario, results)
@@ -217,7 +253,8 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
                        "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 | n/a | 105.3 |")
     assert sim_check.publish_rate([{"t_s": 1.0, "version": 5}]) is None  # one evaluation: no rate
-    assert rows[2] == "| fifo | 1 | 50 | 1200 | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[2] == "| fifo | 1 | 50 | 1200 | as configured | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[3] == "| fifo | 2 | 50 | 1200 | 6.667,5 | 100.0, 5.00 | 90.0, 4.90 |"
     text = "\n".join(lines)
     assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text
     assert "within 2x of the rack's: **not met** (1 of 2)" in text

@@ -19,7 +19,7 @@ from . import LabError
 from .analysis import median_or_none
 from .cluster_files import eval_interval_s, cluster_config_path
 from .processes import binaries
-from .raw_files import load_json, read_csv_rows, to_float
+from .raw_files import load_json, read_csv_rows, read_learner_series, to_float
 from .scenario import arm_uses_drr
 
 SIM_CHECK_DIR = "sim-check"
@@ -36,6 +36,10 @@ MACHINE_UPDATE_US = 190.0
 LEARNER_DOWN_KEY = "links.learner_down_gbps"
 # The simulator's AoM sampling grid for the series the check reads AoM from (series_aom).
 SERIES_SAMPLE_US = 10000
+# The simulated learners' tick (training.learner_tick_us): fine enough that a publish interval taken
+# from the rack (rack_publish_interval_ms) is kept to within 0.1 ms, not rounded up to the next
+# millisecond as at the simulator's default of 1,000 us.
+LEARNER_TICK_US = 100
 # Goals (issue 27 item 3).
 AOM_FACTOR = 2.0
 
@@ -160,6 +164,44 @@ def not_modelled(scenario, arm):
     return notes
 
 
+def rack_publish_interval_ms(rack_dir, cluster):
+    """The rack learner's mean time between published versions, in ms, from its first evaluation to
+    its target or its last (publish_rate()); None without two evaluations. Its learner publishes
+    every learner.publish_interval_ms at most, when its loop gets a core in time: on this machine's
+    shared cores 7-8 ms instead of 5, and the workers, who compute at most max_updates_per_version
+    gradients per version, wait for the late versions (docs/simulation.md, "Checked against the rack")."""
+    metrics_dir = os.path.join(rack_dir, f"learner-c{cluster['id']}")
+    target = (load_json(os.path.join(metrics_dir, "learner.json")) or {}).get("target") or {}
+    rate = publish_rate(read_learner_series(metrics_dir), target.get("seconds") if target.get("reached") else None)
+    return 1000.0 / rate if rate else None
+
+
+def configured_publish_interval_ms(path):
+    """learner.publish_interval_ms of a cluster YAML (its first such line; 5, the default, without one)."""
+    with open(path) as f:
+        match = re.search(r"(?m)^\s+publish_interval_ms:\s*([0-9.]+)", f.read())
+    return float(match.group(1)) if match else 5.0
+
+
+def with_publish_interval(path, interval_ms, dest):
+    """A copy of the cluster YAML path at dest with learner.publish_interval_ms set to interval_ms
+    (the line replaced, or added under learner:) -> dest."""
+    with open(path) as f:
+        text = f.read()
+    value = f"{interval_ms:.3f}"
+    text, count = re.subn(r"(?m)^(\s+)publish_interval_ms:[ \t]*[^\s#]+", lambda m: f"{m.group(1)}publish_interval_ms: {value}", text)
+    if count == 0:
+        text, count = re.subn(r"(?m)^learner:[^\n]*\n", lambda m: f"{m.group(0)}  publish_interval_ms: {value}\n", text)
+    if count != 1:
+        raise LabError(f"{path}: cannot set learner.publish_interval_ms for the simulator (expected one "
+                       "'publish_interval_ms:' or 'learner:' line)")
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    with open(dest, "w") as f:
+        f.write(f"# {os.path.basename(path)} with learner.publish_interval_ms {value}: the rack learner's measured "
+                "cadence in this run (set by shesha-lab sim-check)\n" + text)
+    return dest
+
+
 def sim_cluster_yaml(cluster, arm, dest_dir):
     """The cluster YAML the simulator reads for this arm: the one the rack's processes used
     (clusters[]._config_used, with the scenario's chunk_elems and merged_steps), and for an arm with
@@ -236,6 +278,7 @@ def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False
         # (--target-return) and workers do on the rack.
         f"training.step_us={us_list(compute['step_us'])}",
         f"training.update_us={us_list(compute['update_us'])}",
+        f"training.learner_tick_us={LEARNER_TICK_US}",
         "training.stop_at_target=cluster",
         # The learner port's shaper; worker links are veths (fast, unshaped).
         f"links.learner_gbps={rate / 1e9:g}",
@@ -300,16 +343,29 @@ def run_sim_check(out, build, log=print, sim=None):
             if compute is None:
                 log(f"shesha-lab: sim-check: no worker metrics in {rack_dir}: skipped")
                 continue
+            # Each learner publishes at the cadence its rack twin kept in this run, never faster than
+            # its YAML asks: as with the compute times, what the shared cores gave the rack.
+            intervals, seed_files = [], []
+            for cluster, path in zip(scenario["clusters"], cluster_files):
+                configured = configured_publish_interval_ms(path)
+                measured = rack_publish_interval_ms(rack_dir, cluster)
+                interval = max(configured, measured) if measured is not None else configured
+                intervals.append(round(interval, 3))
+                if interval > configured:
+                    path = with_publish_interval(path, interval, os.path.join(
+                        check_dir, "configs", f"{arm['name']}-seed{seed}-c{cluster['id']}-{os.path.basename(path)}"))
+                seed_files.append(path)
+            compute["publish_interval_ms"] = intervals
             computes.setdefault(arm["name"], {})[str(seed)] = {"rack": per_cluster, **compute}
             run_dir = os.path.join(check_dir, arm["name"], f"seed-{seed}")
-            cmd = sim_check_command(sim, scenario, arm, seed, compute, cluster_files, run_dir, learner_down)
+            cmd = sim_check_command(sim, scenario, arm, seed, compute, seed_files, run_dir, learner_down)
             commands.append(" ".join(cmd))
             result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if result.returncode != 0:
                 log(f"shesha-lab: shesha-sim failed ({' '.join(cmd)}):\n{result.stdout[-2000:]}")
                 return False
             log(f"   simulator check: arm '{arm['name']}', seed {seed} done (step {us_list(compute['step_us'])} us, "
-                f"update {us_list(compute['update_us'])} us)")
+                f"update {us_list(compute['update_us'])} us, publish every {us_list(intervals)} ms)")
     with open(os.path.join(check_dir, "compute.json"), "w") as f:
         json.dump(computes, f, indent=1)
     with open(os.path.join(check_dir, "sim.json"), "w") as f:
@@ -502,7 +558,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "time, the switch pipeline itself; docs/simulation.md, \"Checked against the rack\"): the same "
              "clusters, cluster YAMLs, workers, shaped learner port, queue, marking, version tolerance, arms and "
              "seeds, with each run's compute time per update measured in that rack run (its workers' wall time "
-             "less the time they waited for a model or a newer version, per update; `sim-check/compute.json`, "
+             "less the time they waited for a model or a newer version, per update) and each learner publishing "
+             "at the cadence its rack twin kept in that run (never faster than its YAML's "
+             "`publish_interval_ms`; `sim-check/compute.json`, "
              "commands in `sim-check/commands.txt`). Times to target: "
              "median (fastest..slowest) over the seeds, rack on the learner's wall clock, simulator in virtual "
              "seconds. AoM: median over the seeds of each learner's time-average until it reached its target "
@@ -538,16 +596,18 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
                   f"split of {MACHINE_STEP_US:g} us per step and {MACHINE_UPDATE_US:g} us per gradient, scaled so "
                   "that each cluster's time per update is the rack's busy time per update; one "
                   "value per cluster, in the scenario's order):", ""]
-        lines += ["| arm | seed | step (us) | update (us) | " + " | ".join(
+        lines += ["| arm | seed | step (us) | update (us) | publish interval (ms) | " + " | ".join(
             f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
-            "|" + "---|" * (4 + len(scenario["clusters"]))]
+            "|" + "---|" * (5 + len(scenario["clusters"]))]
         for arm in scenario["arms"]:
             for seed, c in sorted((computes.get(arm["name"]) or {}).items(), key=lambda kv: int(kv[0])):
                 cells = []
                 for cluster in scenario["clusters"]:
                     m = (c.get("rack") or {}).get(str(cluster["id"]))
                     cells.append(f"{m['updates_per_s']:.1f}, {m['steps_per_update']:.2f}" if m else "-")
-                lines.append(f"| {arm['name']} | {seed} | {us_list(c['step_us'])} | {us_list(c['update_us'])} | " + " | ".join(cells) + " |")
+                publish = us_list(c["publish_interval_ms"]) if c.get("publish_interval_ms") else "as configured"
+                lines.append(f"| {arm['name']} | {seed} | {us_list(c['step_us'])} | {us_list(c['update_us'])} | {publish} | "
+                             + " | ".join(cells) + " |")
     notes = sorted({n for arm in scenario["arms"] for n in not_modelled(scenario, arm)})
     if not learner_down:
         notes.insert(0, f"the learners' own link: this shesha-sim has no `{LEARNER_DOWN_KEY}`, so MODEL and CREDIT "
