@@ -168,7 +168,7 @@ def rack_publish_interval_ms(rack_dir, cluster):
     """The rack learner's mean time between published versions, in ms, from its first evaluation to
     its target or its last (publish_rate()); None without two evaluations. Its learner publishes
     every learner.publish_interval_ms at most, when its loop gets a core in time: on this machine's
-    shared cores 7-8 ms instead of 5, and the workers, who compute at most max_updates_per_version
+    shared cores 6-9 ms instead of 5, and the workers, who compute at most max_updates_per_version
     gradients per version, wait for the late versions (docs/simulation.md, "Checked against the rack")."""
     metrics_dir = os.path.join(rack_dir, f"learner-c{cluster['id']}")
     target = (load_json(os.path.join(metrics_dir, "learner.json")) or {}).get("target") or {}
