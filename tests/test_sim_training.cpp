@@ -7,6 +7,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -177,6 +181,29 @@ TEST_CASE("training: per-cluster compute (training.step_us/update_us lists); one
     CHECK(r.training[0].gradients_computed > 1000);
     CHECK(r.training[1].gradients_computed == 2);
     CHECK(r.training[1].env_steps > 0);  // each worker's first rollout was stepped, its gradient never due
+}
+
+TEST_CASE("training: a learner publishes at its YAML's fractional publish_interval_ms, to the learner tick") {
+    // CartPole's file with publish_interval_ms 7.5 (the lab's check writes such copies: the rack's
+    // measured cadence), Acrobot's as shipped (5 ms); learners tick every 100 us. Over 300 virtual
+    // ms a learner that always has something applied publishes every 7.5 ms (at most 40 versions;
+    // 7 ms, a truncated 7.5, would give 42) and every 5 ms (at most 60).
+    std::ifstream in(configs_dir() + "/cluster-cartpole.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string slow = std::regex_replace(text.str(), std::regex("publish_interval_ms: *5 "), "publish_interval_ms: 7.5 ");
+    REQUIRE(slow != text.str());
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / "shesha-test-cartpole-7.5ms.yaml";
+    std::ofstream(path) << slow;
+    const Scenario s = scenario(3, 300, "2, 2", "", {"training.learner_tick_us=100",
+                                                      "training.clusters=" + path.string() + ", " + configs_dir() + "/cluster-acrobot.yaml"});
+    const Summary r = run(s);
+    std::filesystem::remove(path);
+    REQUIRE(r.training.size() == 2);
+    CHECK(r.training[0].versions_published >= 36);
+    CHECK(r.training[0].versions_published <= 40);
+    CHECK(r.training[1].versions_published >= 54);
+    CHECK(r.training[1].versions_published <= 60);
 }
 
 TEST_CASE("training: stop_at_target cluster stops a cluster at its own target; its AoM ends there") {
