@@ -8,6 +8,7 @@ import os
 import pytest
 
 from shesha_lab import LabError, sim_check
+from shesha_lab.cluster_files import publish_interval_ms
 from shesha_lab.scenario import load_scenario
 
 
@@ -147,9 +148,9 @@ def test_learners_publish_at_the_racks_measured_cadence(scenario, write_file, tm
     # The simulator's copy of a cluster YAML with that interval; nothing else changes.
     import yaml
     shipped = c1["_config_used"]
-    assert sim_check.configured_publish_interval_ms(shipped) == 5.0
+    assert publish_interval_ms(shipped) == 5.0
     copy = sim_check.with_publish_interval(shipped, 1000 / 130, str(tmp_path / "cfg" / "c1.yaml"))
-    assert sim_check.configured_publish_interval_ms(copy) == pytest.approx(7.692)
+    assert publish_interval_ms(copy) == pytest.approx(7.692)
     with open(copy) as f:
         changed = yaml.safe_load(f)
     with open(shipped) as f:
@@ -159,7 +160,9 @@ def test_learners_publish_at_the_racks_measured_cadence(scenario, write_file, tm
     assert changed == original
     # A file without the key gets it under learner:; one without learner: is refused, naming the key.
     bare = write_file("bare.yaml", "env: CartPole-v1\nlearner:\n  eval_episodes: 3\n")
-    assert sim_check.configured_publish_interval_ms(bare) == 5.0
+    assert publish_interval_ms(bare) == 5.0
+    with pytest.raises(LabError, match="damaged.yaml: cannot read learner.publish_interval_ms"):
+        publish_interval_ms(write_file("damaged.yaml", "env: CartPole-v1\nlearner: {publish_interval_ms: fast}\n"))
     with open(sim_check.with_publish_interval(bare, 6.5, str(tmp_path / "cfg" / "bare.yaml"))) as f:
         assert yaml.safe_load(f)["learner"] == {"publish_interval_ms": 6.5, "eval_episodes": 3}
     with pytest.raises(LabError, match="learner.publish_interval_ms"):

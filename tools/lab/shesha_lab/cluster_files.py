@@ -55,6 +55,18 @@ def eval_interval_s(cluster):
         return 2.0
 
 
+def publish_interval_ms(path):
+    """learner.publish_interval_ms of the cluster YAML at path (5, the learner's default, if the file
+    does not say); the error names the file."""
+    import yaml
+    try:
+        with open(path) as f:
+            value = ((yaml.safe_load(f) or {}).get("learner") or {}).get("publish_interval_ms", 5)
+        return float(value)
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as e:
+        raise LabError(f"{path}: cannot read learner.publish_interval_ms ({e})")
+
+
 def model_group(cluster_id):
     """The IPv4 multicast group of a cluster's replicated MODEL delivery in the lab."""
     return f"239.77.0.{cluster_id}"

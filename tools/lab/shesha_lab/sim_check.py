@@ -17,7 +17,7 @@ import subprocess
 
 from . import LabError
 from .analysis import median_or_none
-from .cluster_files import eval_interval_s, cluster_config_path
+from .cluster_files import eval_interval_s, cluster_config_path, publish_interval_ms
 from .processes import binaries
 from .raw_files import load_json, read_csv_rows, read_learner_series, to_float
 from .scenario import arm_uses_drr
@@ -164,6 +164,18 @@ def not_modelled(scenario, arm):
     return notes
 
 
+def set_yaml_key(text, section, key, value, path):
+    """A cluster YAML's text with section.key set to value, as text so that its comments stay: the
+    key's line replaced, or added under the section's line; the error names path and the key."""
+    text, count = re.subn(rf"(?m)^(\s+){key}:[ \t]*[^\s#]+", lambda m: f"{m.group(1)}{key}: {value}", text)
+    if count == 0:
+        text, count = re.subn(rf"(?m)^{section}:[^\n]*\n", lambda m: f"{m.group(0)}  {key}: {value}\n", text)
+    if count != 1:
+        raise LabError(f"{path}: cannot set {section}.{key} for the simulator (expected one '{key}:' line, "
+                       f"or a '{section}:' line)")
+    return text
+
+
 def rack_publish_interval_ms(rack_dir, cluster):
     """The rack learner's mean time between published versions, in ms, from its first evaluation to
     its target or its last (publish_rate()); None without two evaluations. Its learner publishes
@@ -176,25 +188,13 @@ def rack_publish_interval_ms(rack_dir, cluster):
     return 1000.0 / rate if rate else None
 
 
-def configured_publish_interval_ms(path):
-    """learner.publish_interval_ms of a cluster YAML (its first such line; 5, the default, without one)."""
-    with open(path) as f:
-        match = re.search(r"(?m)^\s+publish_interval_ms:\s*([0-9.]+)", f.read())
-    return float(match.group(1)) if match else 5.0
-
-
 def with_publish_interval(path, interval_ms, dest):
     """A copy of the cluster YAML path at dest with learner.publish_interval_ms set to interval_ms
     (the line replaced, or added under learner:) -> dest."""
     with open(path) as f:
         text = f.read()
     value = f"{interval_ms:.3f}"
-    text, count = re.subn(r"(?m)^(\s+)publish_interval_ms:[ \t]*[^\s#]+", lambda m: f"{m.group(1)}publish_interval_ms: {value}", text)
-    if count == 0:
-        text, count = re.subn(r"(?m)^learner:[^\n]*\n", lambda m: f"{m.group(0)}  publish_interval_ms: {value}\n", text)
-    if count != 1:
-        raise LabError(f"{path}: cannot set learner.publish_interval_ms for the simulator (expected one "
-                       "'publish_interval_ms:' or 'learner:' line)")
+    text = set_yaml_key(text, "learner", "publish_interval_ms", value, path)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     with open(dest, "w") as f:
         f.write(f"# {os.path.basename(path)} with learner.publish_interval_ms {value}: the rack learner's measured "
@@ -224,11 +224,7 @@ def sim_cluster_yaml(cluster, arm, dest_dir):
     pinned = {"w_init": w_max, "w_min": w_max, "w_max": w_max,
               "bank_excess": "false", "flight_expiry_rtts": "0", "flight_expiry_ms": "0"}
     for key, value in pinned.items():
-        text, count = re.subn(rf"(?m)^(\s+){key}:[ \t]*[^\s#]+", lambda m: f"{m.group(1)}{key}: {value}", text)
-        if count == 0:
-            text, count = re.subn(r"(?m)^transport:[^\n]*\n", lambda m: f"{m.group(0)}  {key}: {value}\n", text)
-        if count != 1:
-            raise LabError(f"{src}: cannot set transport.{key} for the simulator (expected one '{key}:' line)")
+        text = set_yaml_key(text, "transport", key, value, src)
     text = (f"# {os.path.basename(src)} with the window pinned at w_max = {w_max} and no leak repairs "
             f"(arm '{arm['name']}': congestion_control off; set by shesha-lab sim-check)\n" + text)
     os.makedirs(dest_dir, exist_ok=True)
@@ -336,6 +332,7 @@ def run_sim_check(out, build, log=print, sim=None):
             log(f"shesha-lab: sim-check: arm '{arm['name']}' skipped (faults are not simulated; its -nofaults twin is)")
             continue
         cluster_files = [sim_cluster_yaml(c, arm, os.path.join(check_dir, "configs")) for c in scenario["clusters"]]
+        configured_intervals = [publish_interval_ms(path) for path in cluster_files]
         for seed in scenario["seeds"]:
             rack_dir = os.path.join(out, "raw", arm["name"], f"seed-{seed}")
             per_cluster = rack_compute(rack_dir, scenario)
@@ -346,8 +343,7 @@ def run_sim_check(out, build, log=print, sim=None):
             # Each learner publishes at the cadence its rack twin kept in this run, never faster than
             # its YAML asks: as with the compute times, what the shared cores gave the rack.
             intervals, seed_files = [], []
-            for cluster, path in zip(scenario["clusters"], cluster_files):
-                configured = configured_publish_interval_ms(path)
+            for cluster, path, configured in zip(scenario["clusters"], cluster_files, configured_intervals):
                 measured = rack_publish_interval_ms(rack_dir, cluster)
                 interval = max(configured, measured) if measured is not None else configured
                 intervals.append(round(interval, 3))
