@@ -370,6 +370,7 @@ WorkerCounters WorkerTransport::counters() const {
     w.model_chunks_rejected = impl_->receiver.reassembler_stats().rejected_total();
     w.model_assemblies_abandoned = m.assemblies_abandoned;
     w.learner_restarts = m.learner_restarts;
+    w.model_resends = m.adopted_resent;
     w.model_version = impl_->receiver.version();
     w.incarnation = impl_->receiver.incarnation();
     return w;

@@ -39,6 +39,7 @@ ModelChunkResult ModelReceiver::on_chunk(const proto::Header& h, std::span<const
         return ModelChunkResult::Stale;
     } else if (adopted_this_incarnation_ && !serial_after(version, adopted_version_)) {
         ++stats_.chunks_stale;
+        if (version == adopted_version_ && h.chunk_index == 0) ++stats_.adopted_resent;
         return ModelChunkResult::Stale;
     } else if (!assembling_ || serial_after(version, assembling_version_)) {
         start_assembly(version);

@@ -35,6 +35,9 @@ struct ModelReceiverStats {
     std::uint64_t versions_adopted = 0;
     std::uint64_t assemblies_abandoned = 0;  // a newer version arrived before the older completed
     std::uint64_t learner_restarts = 0;      // incarnation changes after the first
+    // The learner sent the adopted version again (its chunk 0; a rebroadcast or an answer to a
+    // model request): it had nothing newer to publish (drl/update_budget.h).
+    std::uint64_t adopted_resent = 0;
 };
 
 class ModelReceiver {

@@ -53,7 +53,7 @@ py::dict worker_counters(const shesha::WorkerCounters& c) {
     SHESHA_FIELD(unexpected); SHESHA_FIELD(marks_ignored); SHESHA_FIELD(models_adopted);
     SHESHA_FIELD(model_chunks_staged); SHESHA_FIELD(model_chunks_stale); SHESHA_FIELD(model_chunks_duplicate);
     SHESHA_FIELD(model_chunks_rejected); SHESHA_FIELD(model_assemblies_abandoned); SHESHA_FIELD(learner_restarts);
-    SHESHA_FIELD(learner_restarts_seen); SHESHA_FIELD(model_requests); SHESHA_FIELD(send_errors);
+    SHESHA_FIELD(learner_restarts_seen); SHESHA_FIELD(model_resends); SHESHA_FIELD(model_requests); SHESHA_FIELD(send_errors);
     SHESHA_FIELD(learner_version); SHESHA_FIELD(model_version); SHESHA_FIELD(incarnation);
 #undef SHESHA_FIELD
     return d;

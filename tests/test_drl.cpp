@@ -20,6 +20,7 @@
 #include "drl_wire.h"
 #include "learner/learner_core.h"
 #include "model_receiver.h"
+#include "update_budget.h"
 
 using namespace shesha;
 
@@ -256,6 +257,14 @@ TEST_CASE("model receiver: adopts a version once complete, ignores stale and fol
     CHECK(std::vector<float>(rx.parameters().begin(), rx.parameters().end()) == std::vector<float>(10, 5.0F));
     CHECK(chunk(100, 5, 1, 9.0F) == R::Stale);  // a rebroadcast of the adopted version
     CHECK(chunk(100, 4, 1, 9.0F) == R::Stale);  // reordered older version
+    // A resend of the adopted version counts once, on its chunk 0; an older version's never does.
+    CHECK(rx.stats().adopted_resent == 0);
+    CHECK(chunk(100, 4, 0, 9.0F) == R::Stale);
+    CHECK(rx.stats().adopted_resent == 0);
+    CHECK(chunk(100, 5, 0, 9.0F) == R::Stale);
+    CHECK(chunk(100, 5, 2, 9.0F) == R::Stale);
+    CHECK(rx.stats().adopted_resent == 1);
+    CHECK(std::vector<float>(rx.parameters().begin(), rx.parameters().end()) == std::vector<float>(10, 5.0F));
     // Version 7 starts, version 8 supersedes it before it completes; 7's late chunk is stale.
     CHECK(chunk(100, 7, 0, 7.0F) == R::Staged);
     CHECK(chunk(100, 8, 0, 8.0F) == R::Staged);
@@ -276,6 +285,33 @@ TEST_CASE("model receiver: adopts a version once complete, ignores stale and fol
     CHECK(rx.stats().learner_restarts == 1);
     CHECK(rx.stats().versions_adopted == 3);
     CHECK(rx.reassembler_stats().rejected_total() == 1);
+}
+
+TEST_CASE("update budget: max_updates_per_version per adopted model, refilled when the learner resends it") {
+    drl::UpdateBudget budget(2);
+    budget.on_adopted(7);  // the receiver had counted 7 resends of earlier versions
+    CHECK(budget.can_compute());
+    CHECK_FALSE(budget.refill_if_resent(8));  // budget left: nothing to refill
+    budget.on_update();
+    budget.on_update();
+    CHECK_FALSE(budget.can_compute());
+    CHECK_FALSE(budget.refill_if_resent(7));  // nothing resent since adoption
+    CHECK(budget.refill_if_resent(8));        // resent (the 8 seen above, while budget was left, counts)
+    CHECK(budget.can_compute());
+    CHECK(budget.used() == 0);
+    budget.on_update();
+    budget.on_update();
+    CHECK_FALSE(budget.refill_if_resent(8));  // the same resend refills once
+    CHECK(budget.refill_if_resent(9));
+    CHECK(budget.refills() == 2);
+    budget.on_update();
+    budget.on_update();
+    budget.on_adopted(9);  // a newer version
+    CHECK(budget.can_compute());
+    CHECK(budget.refills() == 2);
+    drl::UpdateBudget unlimited(0);
+    for (int i = 0; i < 100; ++i) unlimited.on_update();
+    CHECK(unlimited.can_compute());
 }
 
 TEST_CASE("learner: a worker's 24-bit env-step count is unwrapped; an older one never counts back") {

@@ -26,6 +26,7 @@
 #include "log_level.h"
 #include "model.h"
 #include "model_receiver.h"
+#include "update_budget.h"
 #include "clock.h"
 #include "stop_signal.h"
 #include "udp.h"
@@ -72,6 +73,7 @@ struct WorkerStats {
     std::uint64_t gradients_failed = 0;
     std::uint64_t waits_for_model = 0;     // loop passes without a model to compute on
     std::uint64_t waits_for_version = 0;   // max_updates_per_version reached
+    std::uint64_t budget_refills = 0;      // ... and refilled by a resend of the same version
     std::uint64_t wait_ns = 0;             // wall time blocked for traffic with nothing to compute
     std::uint64_t lag_samples = 0;
     double lag_sum = 0;
@@ -106,6 +108,7 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["updates"]["rejected"] = c.updates_rejected;
     j["updates"]["waits_for_model"] = s.waits_for_model;
     j["updates"]["waits_for_version"] = s.waits_for_version;
+    j["updates"]["budget_refills"] = s.budget_refills;
     j["updates"]["wait_seconds"] = static_cast<double>(s.wait_ns) / 1e9;
     j["chunks"] = json::Json::object();
     j["chunks"]["queued"] = c.chunks_queued;
@@ -152,6 +155,7 @@ std::string metrics_json(const Options& o, const WorkerStats& s, const WorkerCou
     j["model"]["assemblies_abandoned"] = c.model_assemblies_abandoned;
     j["model"]["learner_restarts"] = c.learner_restarts;
     j["model"]["requests_sent"] = c.model_requests;
+    j["model"]["resends"] = c.model_resends;
     j["model"]["lag_mean"] = s.lag_samples ? s.lag_sum / static_cast<double>(s.lag_samples) : 0.0;
     j["model"]["lag_max"] = s.lag_max;
     j["rx"] = json::Json::object();
@@ -226,7 +230,7 @@ int run(const Options& o) {
     rl::Rollout rollout;
     worker::envs::Observation observation = env->reset(rng);
     double episode_return = 0;
-    std::uint32_t updates_on_version = 0;
+    drl::UpdateBudget budget(config.worker.max_updates_per_version);
     Model adopted;
 
     const std::uint64_t start = clock::monotonic_ns();
@@ -246,8 +250,8 @@ int run(const Options& o) {
     std::fflush(stdout);
 
     while (!stop_signal::requested() && (o.duration_s <= 0 || wall() < o.duration_s)) {
-        const bool can_compute = transport.has_model() &&
-            (config.worker.max_updates_per_version == 0 || updates_on_version < config.worker.max_updates_per_version);
+        if (!budget.can_compute() && budget.refill_if_resent(transport.counters().model_resends)) ++s.budget_refills;
+        const bool can_compute = transport.has_model() && budget.can_compute();
         // Receive everything waiting (MODEL, CREDIT, FEEDBACK), run the timers, send what the
         // window allows; wait a little for traffic when there is nothing to compute.
         if (can_compute) {
@@ -259,7 +263,7 @@ int run(const Options& o) {
         }
         if (transport.take_model(adopted)) {
             model->set_parameters(adopted.parameters);
-            updates_on_version = 0;
+            budget.on_adopted(transport.counters().model_resends);
         }
         const std::uint64_t now = clock::monotonic_ns();
         if (now >= next_sample) {
@@ -315,7 +319,7 @@ int run(const Options& o) {
             continue;
         }
         ++s.gradients_computed;
-        ++updates_on_version;
+        budget.on_update();
         const std::uint32_t learner_version = transport.learner_version();
         const std::uint32_t lag = serial_after(learner_version, adopted.version) ? learner_version - adopted.version : 0;
         ++s.lag_samples;

@@ -14,6 +14,7 @@ Exit status: 0 after --duration or SIGTERM, 2 for bad arguments or configuration
 """
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -124,9 +125,26 @@ def main():
     obs = env.reset(int(rng.integers(1 << 62)))
     version = None
     updates_on_version = 0
-    env_steps = episodes = updates = 0
+    resends_seen = 0  # the learner sent the version held again: it has nothing newer (refill the budget)
+    env_steps = episodes = updates = budget_refills = 0
     episode_return, returns = 0.0, []
+
+    def write_metrics():
+        # As shesha-worker: rewritten once a second and at exit, replaced whole (never half-written).
+        if not args.metrics:
+            return
+        summary = {"worker_id": args.worker_id, "env_steps": env_steps, "episodes": episodes, "updates": updates,
+                   "budget_refills": budget_refills,
+                   "recent_mean_return": float(np.mean(returns)) if returns else 0.0,
+                   "wall_seconds": time.monotonic() - start, "transport": transport.counters()}
+        with open(args.metrics + ".tmp", "w") as f:
+            json.dump(summary, f, indent=1)
+        os.replace(args.metrics + ".tmp", args.metrics)
+    next_write = start + 1.0
     while not stop and (args.duration <= 0 or time.monotonic() - start < args.duration):
+        if time.monotonic() >= next_write:
+            next_write += 1.0
+            write_metrics()
         # The newest model, if any; wait for one when there is none yet or the per-version budget is spent.
         must_wait = version is None or (max_updates and updates_on_version >= max_updates)
         model = transport.wait_model(100) if must_wait else transport.take_model()
@@ -134,6 +152,14 @@ def main():
             version, flat = model
             torch.nn.utils.vector_to_parameters(torch.from_numpy(flat), params)
             updates_on_version = 0
+            resends_seen = transport.counters()["model_resends"]
+        elif must_wait and version is not None:
+            # The budget is spent and no newer version came. If the learner has sent this one again
+            # since, the updates computed on it were lost or too few: compute another budget's worth.
+            resends = transport.counters()["model_resends"]
+            if resends != resends_seen:
+                resends_seen, updates_on_version = resends, 0
+                budget_refills += 1
         if version is None or (max_updates and updates_on_version >= max_updates):
             continue
         observations, actions, rewards = [], [], []
@@ -170,12 +196,7 @@ def main():
         updates += 1
         updates_on_version += 1
     c = transport.counters()
-    summary = {"worker_id": args.worker_id, "env_steps": env_steps, "episodes": episodes, "updates": updates,
-               "recent_mean_return": float(np.mean(returns)) if returns else 0.0,
-               "wall_seconds": time.monotonic() - start, "transport": c}
-    if args.metrics:
-        with open(args.metrics, "w") as f:
-            json.dump(summary, f, indent=1)
+    write_metrics()
     print(f"a3c_worker {args.worker_id}: {env_steps} env steps, {episodes} episodes, {updates} updates, "
           f"{c['chunks_sent']} chunks sent, model version {c['model_version']}", flush=True)
     return 0

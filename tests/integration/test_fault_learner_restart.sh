@@ -26,16 +26,19 @@ fault_start_learner a --duration 85 --checkpoint "$CK"
 for w in 1 2 3; do fault_start_worker $w; done
 A=$WORK/a/learner.json
 
-# Kill it once it has trained a while and written a checkpoint (every 500 ms).
-wait_json 40 $LP "j('$A', 'chunks.applied') >= 1000 and j('$A', 'checkpoints.written') >= 1" ||
-    { fail "no training and checkpoint before the kill: $(tail -3 "$WORK/a.log")"; exit 1; }
+# Kill it once it has trained a while and written a checkpoint (every 500 ms), and once every worker
+# has written its metrics (a second after its start): the counters below are read from them.
+wait_json 40 $LP "j('$A', 'chunks.applied') >= 1000 and j('$A', 'checkpoints.written') >= 1 and all(j('$WORK/w%d.json' % w, 'model.requests_sent') >= 1 for w in (1, 2, 3))" ||
+    { fail "no training, checkpoint and worker metrics before the kill: $(tail -3 "$WORK/a.log")"; exit 1; }
 kill -KILL "$LP"; wait "$LP" 2>/dev/null; LP=
 [ -f "$CK" ] || { fail "no checkpoint file"; exit 1; }
 # The workers notice the silence (metrics rewritten every second): whatever they had in flight is
 # presumed lost by their credit timeout, and they ask the silent learner for the model again. A worker
 # may have had nothing in flight at the kill (all credited, and max_updates_per_version reached on the
 # last model), so a timeout is not required of each; nothing left in flight is.
-REQ=$(python3 -c "import json; print([json.load(open('$WORK/w%d.json' % w))['model']['requests_sent'] for w in (1, 2, 3)])")
+REQ=$(python3 -c "import json; print([json.load(open('$WORK/w%d.json' % w))['model']['requests_sent'] for w in (1, 2, 3)])") ||
+    { fail "cannot read the workers' model requests at the kill"; exit 1; }
+echo "info: model requests sent by workers 1-3 at the kill: $REQ"
 wait_json 15 "${WORKER_PIDS[1]}" "all(j('$WORK/w%d.json' % w, 'window.in_flight') == 0 and j('$WORK/w%d.json' % w, 'model.requests_sent') > $REQ[w - 1] for w in (1, 2, 3))" &&
     pass "every worker noticed the silence: nothing left in flight, model requests resent" ||
     fail "not every worker noticed the silence (in flight, requests: $(for w in 1 2 3; do python3 -c "import json; d = json.load(open('$WORK/w$w.json')); print(d['window']['in_flight'], d['model']['requests_sent'], end=' ')"; done))"

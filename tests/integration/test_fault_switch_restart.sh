@@ -23,14 +23,19 @@ fault_start_learner m --duration 85
 for w in 1 2 3; do fault_start_worker $w; done
 L=$WORK/m/learner.json
 
-# Kill the switch once training is under way (but well before the target: some 1,000 chunks).
-wait_json 40 $LP "j('$L', 'chunks.applied') >= 1000" || { fail "training did not start: $(tail -3 "$WORK/m.log")"; exit 1; }
+# Kill the switch once training is under way (but well before the target: some 1,000 chunks), and
+# once every worker has written its metrics (a second after its start): the counters below are read
+# from them.
+wait_json 40 $LP "j('$L', 'chunks.applied') >= 1000 and all(j('$WORK/w%d.json' % w, 'model.requests_sent') >= 1 for w in (1, 2, 3))" ||
+    { fail "training did not start, or a worker wrote no metrics: $(tail -3 "$WORK/m.log")"; exit 1; }
 kill -KILL "$SWITCH_PID"; wait "$SWITCH_PID" 2>/dev/null; SWITCH_PID=
 APPLIED_AT_KILL=$(jv "$L" chunks.applied)
 # Every worker notices the silence (metrics rewritten every second): what it had in flight is presumed
 # lost by its credit timeout, and it asks for the model again. A worker may have had nothing in flight
 # at the kill (all credited, max_updates_per_version reached), so a timeout is not required of each.
-REQ=$(python3 -c "import json; print([json.load(open('$WORK/w%d.json' % w))['model']['requests_sent'] for w in (1, 2, 3)])")
+REQ=$(python3 -c "import json; print([json.load(open('$WORK/w%d.json' % w))['model']['requests_sent'] for w in (1, 2, 3)])") ||
+    { fail "cannot read the workers' model requests at the kill"; exit 1; }
+echo "info: model requests sent by workers 1-3 at the kill: $REQ"
 wait_json 15 $LP "all(j('$WORK/w%d.json' % w, 'window.in_flight') == 0 and j('$WORK/w%d.json' % w, 'model.requests_sent') > $REQ[w - 1] for w in (1, 2, 3))" &&
     pass "every worker noticed the silence: nothing left in flight, model requests resent" ||
     fail "not every worker noticed the silence while the switch was down"

@@ -25,6 +25,7 @@
 #include "cluster_config.h"  // drl::kEveryWorker
 #include "drl_wire.h"
 #include "model_receiver.h"
+#include "update_budget.h"
 #include "aom_tracker.h"
 #include "pipeline.h"
 #include "frame.h"
@@ -294,7 +295,7 @@ struct TrainWorker {
     std::vector<float> gradient;
     std::uint32_t env_steps = 0;         // cumulative, carried in every GRADIENT (as shesha-worker does)
     std::uint32_t base_version = 0;      // the version the gradient in `gradient` was computed on
-    std::uint32_t updates_on_version = 0;
+    drl::UpdateBudget budget{0};         // worker.max_updates_per_version, refilled as shesha-worker's
     bool busy = false;                   // a rollout + gradient is taking its virtual time
     bool gradient_ok = false;
 };
@@ -1250,7 +1251,14 @@ struct Simulator::Impl final : FeedbackSink {
                 }
             } else if (m.hdr.type == proto::MsgType::Model && m.hdr.elem_count != 0) {
                 ++sum.model.chunks_received;
-                if (wk.receiver->on_chunk(m.hdr, m.payload) == drl::ModelChunkResult::Adopted) adopt(w, m.hdr);
+                const drl::ModelChunkResult r = wk.receiver->on_chunk(m.hdr, m.payload);
+                if (r == drl::ModelChunkResult::Adopted) {
+                    adopt(w, m.hdr);
+                } else if (training && r == drl::ModelChunkResult::Stale &&
+                           tworkers[w].budget.refill_if_resent(wk.receiver->stats().adopted_resent)) {
+                    ++tclusters[wk.cluster].summary.budget_refills;
+                    start_training_compute(w);
+                }
             }
         }
         pool.free(p);
@@ -1267,7 +1275,7 @@ struct Simulator::Impl final : FeedbackSink {
         if (training) {
             // A real model: the worker computes on it from its next rollout (a rollout under way
             // keeps the version it started with, as shesha-worker's loop does).
-            tworkers[w].updates_on_version = 0;
+            tworkers[w].budget.on_adopted(wk.receiver->stats().adopted_resent);
             if (!wk.computing) {
                 wk.computing = true;
                 first_model_sum_ns += now;
@@ -1452,6 +1460,7 @@ struct Simulator::Impl final : FeedbackSink {
             tw.rng = worker::envs::Rng(worker::envs::derive_worker_seed(sc.seed, w));
             tw.observation = tw.env->reset(tw.rng);
             tw.gradient.assign(T.layout.model_elems, 0.0F);
+            tw.budget = drl::UpdateBudget(T.cfg.worker.max_updates_per_version);
         }
         if (sc.compute_threads > 0) {
             std::vector<std::vector<std::unique_ptr<rl::ActorCritic>>> models(sc.compute_threads);
@@ -1538,8 +1547,8 @@ struct Simulator::Impl final : FeedbackSink {
         TrainCluster& T = tclusters[wk.cluster];
         if (tw.busy || stopped || T.stopped || now >= duration_ns || !wk.receiver->has_model()) return;
         const drl::ClusterConfig& cfg = T.cfg;
-        if (cfg.worker.max_updates_per_version != 0 && tw.updates_on_version >= cfg.worker.max_updates_per_version) {
-            ++T.summary.waits_for_version;  // until a newer version is adopted
+        if (!tw.budget.can_compute()) {
+            ++T.summary.waits_for_version;  // until a newer version is adopted, or the learner resends this one
             return;
         }
         const auto wall0 = std::chrono::steady_clock::now();
@@ -1599,7 +1608,7 @@ struct Simulator::Impl final : FeedbackSink {
         wk.sender->on_timeout(now);
         if (tw.gradient_ok) {
             ++T.summary.gradients_computed;
-            ++tw.updates_on_version;
+            tw.budget.on_update();
             wk.sender->offer_update(tw.base_version, now, tw.gradient);
             ++wk.updates;
             try_send(w);
@@ -2079,16 +2088,16 @@ std::string training_csv(const std::string& label, const Summary& r) {
     std::string out =
         "label,cluster,env,source,parameters,chunks,target,reached,seconds_to_target,env_steps_to_target,"
         "version_at_target,best_eval_mean,last_eval_mean,evaluations,env_steps,episodes,gradients_computed,"
-        "gradients_failed,waits_for_version,chunks_applied,contributions_applied,contributions_refused,"
+        "gradients_failed,waits_for_version,budget_refills,chunks_applied,contributions_applied,contributions_refused,"
         "optimizer_steps,rejected,duplicates,versions_published,version,wall_s,compute_wall_s\n";
     for (std::size_t c = 0; c < r.training.size(); ++c) {
         const TrainingClusterSummary& t = r.training[c];
-        out += fmt::format("{},{},{},{},{},{},{},{},{:.6f},{},{},{:.3f},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n",
+        out += fmt::format("{},{},{},{},{},{},{},{},{:.6f},{},{},{:.3f},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n",
                            label, c, t.env, t.source, t.parameters, t.chunks,
                            t.has_target ? fmt::format("{}", t.target) : std::string(), t.reached ? 1 : 0,
                            t.seconds_to_target, t.env_steps_to_target, t.version_at_target, t.best_eval_mean,
                            t.last_eval_mean, t.evaluations, t.env_steps, t.episodes, t.gradients_computed,
-                           t.gradients_failed, t.waits_for_version, t.chunks_applied, t.contributions_applied,
+                           t.gradients_failed, t.waits_for_version, t.budget_refills, t.chunks_applied, t.contributions_applied,
                            t.contributions_refused, t.optimizer_steps, t.rejected, t.duplicates, t.versions_published,
                            t.version, r.wall_s, r.compute_wall_s);
     }

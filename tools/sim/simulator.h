@@ -140,6 +140,7 @@ struct TrainingClusterSummary {
     std::uint64_t gradients_computed = 0;
     std::uint64_t gradients_failed = 0;    // compute_gradient refused the rollout
     std::uint64_t waits_for_version = 0;   // a worker reached worker.max_updates_per_version
+    std::uint64_t budget_refills = 0;      // ... and its learner resent that version (drl/update_budget.h)
     // LearnerCore's counters
     std::uint64_t chunks_applied = 0;
     std::uint64_t contributions_applied = 0;

@@ -67,6 +67,10 @@ struct WorkerCounters {
     std::uint64_t model_chunks_duplicate = 0, model_chunks_rejected = 0, model_assemblies_abandoned = 0;
     std::uint64_t learner_restarts = 0;         // learner incarnation changes seen in MODEL
     std::uint64_t learner_restarts_seen = 0;    // ... and in CREDIT
+    // The learner sent the adopted version again (a rebroadcast, or an answer to a model
+    // request): it had nothing newer. A worker that caps its gradients per version computes
+    // again when this grows (shesha-worker's loop; drl/update_budget.h).
+    std::uint64_t model_resends = 0;
     std::uint64_t model_requests = 0, send_errors = 0;
     std::uint32_t learner_version = 0;          // from the last CREDIT
     std::uint32_t model_version = 0;            // adopted (0: none yet)
