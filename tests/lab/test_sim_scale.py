@@ -52,7 +52,7 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
 
 @pytest.mark.parametrize("extra, message", [
     ("at_scale: {sizes: [64]}\n",
-     "at_scale.sizes: unknown key (allowed: enabled, main, quick, full, overload, host_gbps, model_delivery, "
+     "at_scale.sizes: unknown key (allowed: enabled, main, quick, full, overload, port_sized_at, host_gbps, model_delivery, "
      "eval_interval_ms, compute_threads, step_us, update_us, large_from, large_configs, chunk_elems)"),
     ("at_scale:\n  main:\n    - {workers: 64, cap: 1}\n",
      "at_scale.main[0].cap: unknown key (allowed: workers, seeds, duration_ms)"),
@@ -71,6 +71,10 @@ def test_defaults_and_the_shipped_scenario(write_file, source_root):
     ("at_scale:\n  main:\n    - {workers: 64, duration_ms: 0}\n",
      "at_scale.main[0].duration_ms: the virtual-time cap, 1..3600000 ms, got 0"),
     ("at_scale: {overload: 0}\n", "at_scale.overload: above 0 (offered gradient load / port rate), got 0"),
+    ("at_scale: {port_sized_at: 1}\n", "at_scale.port_sized_at: 0 (each size its own port) or 2..4096 workers, got 1"),
+    ("at_scale: {port_sized_at: 5000}\n", "at_scale.port_sized_at: 0 (each size its own port) or 2..4096 workers, got 5000"),
+    ("at_scale: {port_sized_at: 64.5}\n", "at_scale.port_sized_at: must be an integer, got 64.5"),
+    ("at_scale: {port_sized_at: true}\n", "at_scale.port_sized_at: must be a number, got True"),
     ("at_scale: {model_delivery: none}\n", "at_scale.model_delivery: unicast or replicated, got 'none'"),
     ("at_scale: {eval_interval_ms: 0}\n", "at_scale.eval_interval_ms: 1..60000, got 0"),
     ("at_scale: {large_configs: [configs/cluster-cartpole-1k.yaml]}\n",
@@ -131,6 +135,12 @@ def test_plan_uses_the_large_configs_from_large_from(tmp_path, source_root):
     assert by_size[64]["port_gbps"] == pytest.approx(by_size[1024]["port_gbps"] / 16)
     with open(by_size[1024]["configs"][0]) as f:
         assert "merged_steps: one" in f.read()
+    # port_sized_at: every size gets the 64 workers' port; the offered load still grows.
+    scenario["at_scale"]["port_sized_at"] = 64
+    fixed = {r["size"]: r for r in sim_scale.plan_runs(scenario, "full", str(tmp_path / "fixed"))}
+    assert {s: r["port_gbps"] for s, r in fixed.items()} == {s: by_size[64]["port_gbps"] for s in (64, 256, 1024)}
+    assert {s: r["offered_gbps"] for s, r in fixed.items()} == {s: by_size[s]["offered_gbps"] for s in (64, 256, 1024)}
+    assert f"links.learner_gbps={by_size[64]['port_gbps']:.4f}" in fixed[1024]["settings"]
     # The rack runs 2048-element chunks (MTU 9000); at_scale.chunk_elems keeps the simulated
     # clusters at 256, and 0 gives them the rack's.
     assert [c["chunk_elems"] for c in scenario["clusters"]] == [2048, 2048]
@@ -266,7 +276,7 @@ def test_section_tables_from_a_fixture(tmp_path):
     write_fixture(out)
     lines = sim_scale.sim_section(out)
     assert lines[1] == "## At scale: training in shesha-sim"
-    assert "| 1,024 | 512 + 512 | `a.yaml`, `b.yaml` | 36.35 | 145.41 | 1, 2, 3 | 2 s |" in lines
+    assert "| 1,024 | 512 + 512 | `a.yaml`, `b.yaml` | 36.35 | 145.41 | 4.0 | 1, 2, 3 | 2 s |" in lines
     ttt = [l for l in lines if l.startswith("| 64 | ") or l.startswith("| 1,024 | ")]
     assert ttt[2:6] == [
         "| 64 | CartPole-v1 | 475 | 1.5 (1.5..1.5), 1/1 | 0.5 (0.5..0.5), 1/1 | 3.00 |",

@@ -45,6 +45,9 @@ AT_SCALE_TEMPLATE = {
              {"workers": 256, "seeds": [1, 2, 3], "duration_ms": 2000},
              {"workers": 1024, "seeds": [1, 2, 3], "duration_ms": 1500}],
     "overload": 4.0,               # offered gradient load / the learner port's rate
+    # 0: each size's port is its own offered load over overload. N: every size gets the port that N
+    # workers' offered load over overload gives (a ToR port does not speed up as workers are added).
+    "port_sized_at": 0,
     "host_gbps": 10.0,             # every worker's link
     "model_delivery": "replicated",  # both arms: unicast MODEL alone would fill the port's downlink
     "eval_interval_ms": 100,       # evaluations cost no virtual time: a 0.1 s grid
@@ -108,6 +111,10 @@ def validate_at_scale(scenario):
                 raise LabError(f"{key}.duration_ms: the virtual-time cap, 1..3600000 ms, got {run['duration_ms']!r}")
     if not at_scale["overload"] > 0:
         raise LabError(f"at_scale.overload: above 0 (offered gradient load / port rate), got {at_scale['overload']!r}")
+    sized_at = at_scale["port_sized_at"]
+    if not (sized_at == 0 or len(scenario["clusters"]) <= sized_at <= MAX_WORKERS):  # an int: merge_strict
+        raise LabError(f"at_scale.port_sized_at: 0 (each size its own port) or {len(scenario['clusters'])}.."
+                       f"{MAX_WORKERS} workers, got {sized_at!r}")
     if not at_scale["host_gbps"] > 0:
         raise LabError(f"at_scale.host_gbps: above 0, got {at_scale['host_gbps']!r}")
     if at_scale["model_delivery"] not in ("unicast", "replicated"):
@@ -258,13 +265,24 @@ def plan_runs(scenario, plan, out):
     sources, chunks, port_gbps, offered_gbps, settings)], sizes in order, then seeds, then arms."""
     at_scale = scenario["at_scale"]
     runs = []
-    for item in at_scale[plan]:
-        size = item["workers"]
-        counts = worker_counts(scenario, size)
+    shared = scenario["learners"] == "shared"
+
+    def sizing(size):
         files = cluster_files_for(scenario, size, os.path.join(out, AT_SCALE_DIR, "configs", str(size)))
         loads = [cluster_load(path, c["env"], at_scale["step_us"], at_scale["update_us"])
                  for (path, _), c in zip(files, scenario["clusters"])]
-        gbps, offered = port_gbps(loads, counts, at_scale["overload"], scenario["learners"] == "shared")
+        return files, loads
+    sized_at = at_scale["port_sized_at"]
+    if sized_at:
+        _, loads = sizing(sized_at)
+        fixed_gbps, _ = port_gbps(loads, worker_counts(scenario, sized_at), at_scale["overload"], shared)
+    for item in at_scale[plan]:
+        size = item["workers"]
+        counts = worker_counts(scenario, size)
+        files, loads = sizing(size)
+        gbps, offered = port_gbps(loads, counts, at_scale["overload"], shared)
+        if sized_at:
+            gbps = fixed_gbps
         for seed in item["seeds"]:
             for arm in SIM_ARMS:
                 paths = [path for path, _ in files]
@@ -620,8 +638,11 @@ def at_scale_lines(plan, results, plot_file=None):
              "time, every switch the shesha-switch pipeline, MODEL and CREDIT back through the learner port; "
              "docs/simulation.md, \"Training workload\"), each job keeping its share of the workers, "
              + ("both learners behind one port" if plan["learners"] == "shared" else "a learner port per job")
-             + f". The port is the bottleneck: its rate is the offered gradient load over {at_scale['overload']:g} "
-             "(every worker computing at its rate: a gradient per "
+             + ". The port is the bottleneck: its rate is the offered gradient load "
+             + (f"of {at_scale['port_sized_at']:,} workers over {at_scale['overload']:g}, the same at every size (a ToR "
+                "port does not speed up as workers are added, so the overload grows with them) "
+                if at_scale.get("port_sized_at") else f"over {at_scale['overload']:g} ")
+             + "(every worker computing at its rate: a gradient per "
              f"n_steps x {at_scale['step_us']:g} us + {at_scale['update_us']:g} us of virtual compute, at most "
              "`worker.max_updates_per_version` per published version, every chunk a frame on the wire). "
              f"Workers' links {at_scale['host_gbps']:g} Gbit/s; MODEL {at_scale['model_delivery']} in both arms; the "
@@ -630,13 +651,15 @@ def at_scale_lines(plan, results, plot_file=None):
              f"(`training.stop_at_target: cluster`); evaluations every {at_scale['eval_interval_ms']:g} ms of virtual "
              "time. Times are virtual seconds.", ""]
     sizes = sorted({r["size"] for r in plan["runs"]})
-    lines += ["| workers | workers per job | cluster YAMLs | port (Gbit/s) | offered (Gbit/s) | seeds | virtual-time cap |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["| workers | workers per job | cluster YAMLs | port (Gbit/s) | offered (Gbit/s) | overload | seeds | "
+              "virtual-time cap |",
+              "|---|---|---|---|---|---|---|---|"]
     for size in sizes:
         run = next(r for r in plan["runs"] if r["size"] == size)
         seeds = sorted({r["seed"] for r in plan["runs"] if r["size"] == size})
         lines.append(f"| {size:,} | {' + '.join(map(str, run['counts']))} | {', '.join(f'`{s}`' for s in run['sources'])} | "
-                     f"{run['port_gbps']:.2f} | {run['offered_gbps']:.2f} | {', '.join(map(str, seeds))} | "
+                     f"{run['port_gbps']:.2f} | {run['offered_gbps']:.2f} | {run['offered_gbps'] / run['port_gbps']:.1f} | "
+                     f"{', '.join(map(str, seeds))} | "
                      f"{run['duration_ms'] / 1000:g} s |")
     lines += ["", "Time to target (virtual s): median (fastest..slowest) over the seeds, never = not within the cap; "
               "reached / runs. FIFO / Shesha: the ratio of the medians (> when FIFO's median seed never reached the "
