@@ -287,31 +287,32 @@ TEST_CASE("model receiver: adopts a version once complete, ignores stale and fol
     CHECK(rx.reassembler_stats().rejected_total() == 1);
 }
 
-TEST_CASE("update budget: max_updates_per_version per adopted model, refilled when the learner resends it") {
+TEST_CASE("update budget: max_updates_per_version per adopted model, refilled by a resend after it ran out") {
     drl::UpdateBudget budget(2);
-    budget.on_adopted(7);  // the receiver had counted 7 resends of earlier versions
     CHECK(budget.can_compute());
     CHECK_FALSE(budget.refill_if_resent(8));  // budget left: nothing to refill
-    budget.on_update();
-    budget.on_update();
+    budget.on_update(7);
+    budget.on_update(8);  // spent; the receiver had counted 8 resends by then
     CHECK_FALSE(budget.can_compute());
-    CHECK_FALSE(budget.refill_if_resent(7));  // nothing resent since adoption
-    CHECK(budget.refill_if_resent(8));        // resent (the 8 seen above, while budget was left, counts)
+    CHECK_FALSE(budget.refill_if_resent(8));  // nothing resent since it ran out
+    CHECK(budget.refill_if_resent(9));        // the learner resent the version while the worker waited
     CHECK(budget.can_compute());
     CHECK(budget.used() == 0);
-    budget.on_update();
-    budget.on_update();
-    CHECK_FALSE(budget.refill_if_resent(8));  // the same resend refills once
-    CHECK(budget.refill_if_resent(9));
+    budget.on_update(9);
+    CHECK_FALSE(budget.refill_if_resent(10));  // budget left
+    budget.on_update(10);                      // a resend while budget was left does not count
+    CHECK_FALSE(budget.refill_if_resent(10));
+    CHECK(budget.refill_if_resent(11));
     CHECK(budget.refills() == 2);
-    budget.on_update();
-    budget.on_update();
-    budget.on_adopted(9);  // a newer version
+    budget.on_update(11);
+    budget.on_update(11);
+    budget.on_adopted();  // a newer version
     CHECK(budget.can_compute());
     CHECK(budget.refills() == 2);
     drl::UpdateBudget unlimited(0);
-    for (int i = 0; i < 100; ++i) unlimited.on_update();
+    for (int i = 0; i < 100; ++i) unlimited.on_update(0);
     CHECK(unlimited.can_compute());
+    CHECK_FALSE(unlimited.refill_if_resent(1));
 }
 
 TEST_CASE("learner: a worker's 24-bit env-step count is unwrapped; an older one never counts back") {

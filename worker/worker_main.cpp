@@ -263,7 +263,7 @@ int run(const Options& o) {
         }
         if (transport.take_model(adopted)) {
             model->set_parameters(adopted.parameters);
-            budget.on_adopted(transport.counters().model_resends);
+            budget.on_adopted();
         }
         const std::uint64_t now = clock::monotonic_ns();
         if (now >= next_sample) {
@@ -319,7 +319,7 @@ int run(const Options& o) {
             continue;
         }
         ++s.gradients_computed;
-        budget.on_update();
+        budget.on_update(transport.counters().model_resends);
         const std::uint32_t learner_version = transport.learner_version();
         const std::uint32_t lag = serial_after(learner_version, adopted.version) ? learner_version - adopted.version : 0;
         ++s.lag_samples;

@@ -125,7 +125,7 @@ def main():
     obs = env.reset(int(rng.integers(1 << 62)))
     version = None
     updates_on_version = 0
-    resends_seen = 0  # the learner sent the version held again: it has nothing newer (refill the budget)
+    resends_seen = 0  # resends of the version held when the budget ran out (drl/update_budget.h)
     env_steps = episodes = updates = budget_refills = 0
     episode_return, returns = 0.0, []
 
@@ -152,10 +152,10 @@ def main():
             version, flat = model
             torch.nn.utils.vector_to_parameters(torch.from_numpy(flat), params)
             updates_on_version = 0
-            resends_seen = transport.counters()["model_resends"]
         elif must_wait and version is not None:
             # The budget is spent and no newer version came. If the learner has sent this one again
-            # since, the updates computed on it were lost or too few: compute another budget's worth.
+            # since it ran out, the updates computed on it were lost or too few: compute another
+            # budget's worth.
             resends = transport.counters()["model_resends"]
             if resends != resends_seen:
                 resends_seen, updates_on_version = resends, 0
@@ -195,6 +195,8 @@ def main():
         transport.send(version, gradient.numpy(), env_steps=env_steps)  # float32, contiguous: not copied
         updates += 1
         updates_on_version += 1
+        if max_updates and updates_on_version == max_updates:
+            resends_seen = transport.counters()["model_resends"]
     c = transport.counters()
     write_metrics()
     print(f"a3c_worker {args.worker_id}: {env_steps} env steps, {episodes} episodes, {updates} updates, "

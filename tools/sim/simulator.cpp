@@ -1275,7 +1275,7 @@ struct Simulator::Impl final : FeedbackSink {
         if (training) {
             // A real model: the worker computes on it from its next rollout (a rollout under way
             // keeps the version it started with, as shesha-worker's loop does).
-            tworkers[w].budget.on_adopted(wk.receiver->stats().adopted_resent);
+            tworkers[w].budget.on_adopted();
             if (!wk.computing) {
                 wk.computing = true;
                 first_model_sum_ns += now;
@@ -1608,7 +1608,7 @@ struct Simulator::Impl final : FeedbackSink {
         wk.sender->on_timeout(now);
         if (tw.gradient_ok) {
             ++T.summary.gradients_computed;
-            tw.budget.on_update();
+            tw.budget.on_update(wk.receiver->stats().adopted_resent);
             wk.sender->offer_update(tw.base_version, now, tw.gradient);
             ++wk.updates;
             try_send(w);
