@@ -183,6 +183,31 @@ TEST_CASE("training: per-cluster compute (training.step_us/update_us lists); one
     CHECK(r.training[1].env_steps > 0);  // each worker's first rollout was stepped, its gradient never due
 }
 
+TEST_CASE("training: a woken worker starts its rollout training.wake_us after the model that woke it") {
+    // 0 is the run without the key, bit for bit (no random draw is spent on it).
+    const Scenario plain = scenario(5, 300);
+    const Scenario zero = scenario(5, 300, "2, 2", "", {"training.wake_us=0, 0"});
+    CHECK(fingerprint(plain, run(plain)) == fingerprint(zero, run(zero)));
+    // Acrobot's workers wait 2 virtual seconds (x 0.9..1.1) for a core after their first model
+    // arrives: within a 1-second run they never start a rollout. CartPole's start at once.
+    const Scenario s = scenario(5, 1000, "2, 2", "", {"training.wake_us=0, 2000000"});
+    CHECK(s.wake_us_of(1) == 2'000'000);
+    const Summary r = run(s);
+    REQUIRE(r.training.size() == 2);
+    CHECK(r.training[0].gradients_computed > 1000);
+    CHECK(r.training[1].gradients_computed == 0);
+    CHECK(r.training[1].env_steps == 0);
+    // CartPole's workers compute their 4 gradients of a version in about 1 ms and then wait for the
+    // next, published 5 ms later: 2 x 4 x 60 = 480 in 300 ms. Woken 4.5 ms after each, the 4 no
+    // longer fit between two versions: fewer gradients, the same run for the same seed.
+    const Scenario some = scenario(5, 300, "2, 2", "", {"training.wake_us=4500"});
+    const Summary a = run(some);
+    const Summary base = run(plain);
+    CHECK(base.training[0].gradients_computed == 480);
+    CHECK(a.training[0].gradients_computed < 480);
+    CHECK(fingerprint(some, a) == fingerprint(some, run(some)));
+}
+
 TEST_CASE("training: a learner publishes at its YAML's fractional publish_interval_ms, to the learner tick") {
     // CartPole's file with publish_interval_ms 7.5 (the lab's check writes such copies: the rack's
     // measured cadence), Acrobot's as shipped (5 ms); learners tick every 100 us. Over 300 virtual
@@ -279,6 +304,9 @@ TEST_CASE("training scenarios: bad input is refused naming the key") {
                Catch::Contains("'training.step_us'"));
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.step_us=8,,9"}); }), Catch::Contains("'training.step_us'"));
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.update_us=-1"}); }), Catch::Contains("'training.update_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.wake_us=-5"}); }), Catch::Contains("'training.wake_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.wake_us=1, 2, 3"}); }),
+               Catch::Contains("training.wake_us lists 3 values for the 2 clusters"));
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.stop_at_target=each"}); }),
                Catch::Contains("'training.stop_at_target'"));
     CHECK(scenario(1, 10, "2, 2", "", {"training.stop_at_target=true"}).stop_at_target == StopAtTarget::All);

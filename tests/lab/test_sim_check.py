@@ -107,6 +107,21 @@ def test_congestion_control_off_pins_the_window_at_w_max(scenario, tmp_path):
     assert pinned == original  # nothing else changed
 
 
+def test_workers_wake_as_late_as_the_rack_gave_them_a_core(scenario, write_file, tmp_path):
+    # Cluster 1's workers waited 23.4 s for a core over 6,000 timeslices: 3.9 ms before each.
+    # Cluster 2 has no statistics (an older run): 0, at once.
+    write_file("run/meta.json", {"host_cpu": {"workers-c1": {"cpu_s": 4.2, "wait_s": 23.4, "slices": 6000,
+                                                             "processes": 3},
+                                              "learner-c1": {"cpu_s": 0.7, "wait_s": 2.5, "slices": 7000,
+                                                             "processes": 1}}})
+    assert sim_check.rack_wake_us(str(tmp_path / "run"), scenario) == [3900.0, None]
+    assert sim_check.rack_wake_us(str(tmp_path / "nothing"), scenario) == [None, None]
+    woken = settings_of(scenario, "shesha", {"step_us": [68.0, 55.6], "update_us": [1575.0, 1289.0],
+                                             "wake_us": [3900.0, 0]})
+    assert woken["training.wake_us"] == "3900,0"
+    assert "training.wake_us" not in settings_of(scenario, "shesha")  # a compute.json without it
+
+
 def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
     # Cluster 1: 3 workers, 1000 updates each over 10 s, 5 steps per update, 1000 waits (1 s) each.
     for w in range(3):
@@ -256,8 +271,8 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
                        "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 | n/a | 105.3 |")
     assert sim_check.publish_rate([{"t_s": 1.0, "version": 5}]) is None  # one evaluation: no rate
-    assert rows[2] == "| fifo | 1 | 50 | 1200 | as configured | 100.0, 5.00 | 90.0, 4.90 |"
-    assert rows[3] == "| fifo | 2 | 50 | 1200 | 6.667,5 | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[2] == "| fifo | 1 | 50 | 1200 | as configured | 0 | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[3] == "| fifo | 2 | 50 | 1200 | 6.667,5 | 0 | 100.0, 5.00 | 90.0, 4.90 |"
     text = "\n".join(lines)
     assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text
     assert "within 2x of the rack's: **not met** (1 of 2)" in text

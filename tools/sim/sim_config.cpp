@@ -144,6 +144,7 @@ const std::map<std::string, Setter>& schema() {
          }},
         {"training.step_us", per_cluster_field(&Scenario::step_us, 0, 1e7)},
         {"training.update_us", per_cluster_field(&Scenario::update_us, 0, 1e7)},
+        {"training.wake_us", per_cluster_field(&Scenario::wake_us, 0, 1e7)},
         {"training.stop_at_target",
          [](Scenario& s, const std::string& k, const FlatValue& v) {
              // true and false (the key's first form) still mean all and never.
@@ -317,7 +318,8 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
             bad(fmt::format("training.targets lists {} targets for the {} clusters of training.clusters",
                             s.training_targets.size(), n));
         for (const auto& [key, list] : {std::pair<const char*, const std::vector<double>*>{"training.step_us", &s.step_us},
-                                        {"training.update_us", &s.update_us}})
+                                        {"training.update_us", &s.update_us},
+                                        {"training.wake_us", &s.wake_us}})
             if (list->size() != 1 && list->size() != n)
                 bad(fmt::format("{} lists {} values for the {} clusters of training.clusters (one value for every "
                                 "cluster, or one per cluster)", key, list->size(), n));

@@ -140,6 +140,11 @@ struct Scenario {
     std::vector<double> update_us = {190};
     double step_us_of(std::uint32_t c) const noexcept { return step_us.size() == 1 ? step_us[0] : step_us[c]; }
     double update_us_of(std::uint32_t c) const noexcept { return update_us.size() == 1 ? update_us[0] : update_us[c]; }
+    // training.wake_us: a waiting worker (no model, or max_updates_per_version used up) starts its
+    // next rollout this long after the model that lets it compute arrives, as a shesha-worker
+    // blocked in poll() waits for a core once woken; per cluster like step_us. 0: at once.
+    std::vector<double> wake_us = {0};
+    double wake_us_of(std::uint32_t c) const noexcept { return wake_us.size() == 1 ? wake_us[0] : wake_us[c]; }
     StopAtTarget stop_at_target = StopAtTarget::All;  // training.stop_at_target
     double learner_tick_us = 1000;   // training.learner_tick_us: LearnerCore::on_tick cadence (publish, rebroadcast)
     std::uint32_t compute_threads = 0;  // training.compute_threads: helper threads for the gradients (0: on the event loop)

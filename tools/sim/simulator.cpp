@@ -72,6 +72,7 @@ enum class EventType : std::uint8_t {
     PublishTick,     // a learner's publish interval has passed
     RebroadcastTick, // a learner's rebroadcast period has passed (index2: the publish it belongs to)
     TrainDone,       // training: a worker's rollout and gradient took their virtual time
+    TrainWake,       // training: a woken worker got its core (training.wake_us) and starts a rollout
     LearnerTick,     // training: LearnerCore::on_tick of a cluster, and its workers' timers
     Evaluate         // training: a cluster's learner evaluates its model (learner.eval_interval_ms)
 };
@@ -297,6 +298,7 @@ struct TrainWorker {
     std::uint32_t base_version = 0;      // the version the gradient in `gradient` was computed on
     drl::UpdateBudget budget{0};         // worker.max_updates_per_version, refilled as shesha-worker's
     bool busy = false;                   // a rollout + gradient is taking its virtual time
+    bool waking = false;                 // woken by a model, waiting training.wake_us for its core
     bool gradient_ok = false;
 };
 
@@ -1257,7 +1259,7 @@ struct Simulator::Impl final : FeedbackSink {
                 } else if (training && r == drl::ModelChunkResult::Stale &&
                            tworkers[w].budget.refill_if_resent(wk.receiver->stats().adopted_resent)) {
                     ++tclusters[wk.cluster].summary.budget_refills;
-                    start_training_compute(w);
+                    wake_training_worker(w);
                 }
             }
         }
@@ -1280,7 +1282,7 @@ struct Simulator::Impl final : FeedbackSink {
                 wk.computing = true;
                 first_model_sum_ns += now;
             }
-            start_training_compute(w);
+            wake_training_worker(w);
             return;
         }
         // The learner's parameters of that version, bit for bit (weight 1 + version % 4 per chunk).
@@ -1535,6 +1537,22 @@ struct Simulator::Impl final : FeedbackSink {
             }
         }
         pool.free(p);
+    }
+
+    // A model arrived that may let worker w compute. One that is computing takes it with its next
+    // rollout; one that was waiting starts after training.wake_us (with the compute's jitter), on
+    // the newest version it holds by then, as shesha-worker does after its poll() returns.
+    void wake_training_worker(std::uint32_t w) {
+        TrainWorker& tw = tworkers[w];
+        if (tw.busy || tw.waking) return;
+        const double wake_ns = sc.wake_us_of(workers[w].cluster) * 1e3;
+        if (wake_ns <= 0) {
+            start_training_compute(w);
+            return;
+        }
+        tw.waking = true;
+        const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
+        schedule_simple(now + std::max<std::uint64_t>(1, to_ns(wake_ns * factor)), EventType::TrainWake, w);
     }
 
     // A worker with a model and nothing under way starts a rollout on the version it holds
@@ -1848,6 +1866,10 @@ struct Simulator::Impl final : FeedbackSink {
                 case EventType::PublishTick: on_publish_tick(static_cast<std::uint16_t>(e.index)); break;
                 case EventType::RebroadcastTick: on_rebroadcast_tick(static_cast<std::uint16_t>(e.index), e.index2); break;
                 case EventType::TrainDone: on_train_done(e.index); break;
+                case EventType::TrainWake:
+                    tworkers[e.index].waking = false;
+                    start_training_compute(e.index);
+                    break;
                 case EventType::LearnerTick: on_learner_tick(e.index); break;
                 case EventType::Evaluate: on_evaluate(e.index); break;
             }
