@@ -97,6 +97,24 @@ bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noex
     return true;
 }
 
+bool encode_credit_batch_entry(const CreditBatchEntry& e, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kCreditBatchEntrySize || (e.flags & ~flag::kCongestionEcho) != 0) return false;
+    std::uint8_t* p = out.data();
+    be::store32(p, e.worker_id);
+    p[4] = e.flags;
+    p[5] = p[6] = p[7] = 0;
+    return encode_credit(e.body, out.subspan(8, kCreditBodySize));
+}
+
+bool decode_credit_batch_entry(std::span<const std::uint8_t> body, std::size_t i, CreditBatchEntry& out) noexcept {
+    if (body.size() < (i + 1) * kCreditBatchEntrySize) return false;
+    const std::uint8_t* p = body.data() + i * kCreditBatchEntrySize;
+    out.worker_id = be::load32(p);
+    out.flags = p[4];
+    if ((out.flags & ~flag::kCongestionEcho) != 0) return false;
+    return decode_credit(std::span<const std::uint8_t>(p + 8, kCreditBodySize), out.body);
+}
+
 std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
                    std::span<std::uint8_t> out) noexcept {
     std::size_t expected = 0;
@@ -104,6 +122,9 @@ std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
         const std::size_t es = elem_size(h.elem_type);
         if (es == 0) return 0;
         expected = std::size_t{h.elem_count} * es;
+    } else if (h.type == MsgType::CreditBatch) {
+        if (h.elem_count == 0 || h.elem_count > kMaxCreditBatchEntries) return 0;
+        expected = std::size_t{h.elem_count} * kCreditBatchEntrySize;
     } else {
         expected = detail::fixed_body_size(h.type);
         if (expected == 0) return 0;  // unknown type

@@ -6,7 +6,9 @@
 //   GRADIENT / MODEL: elem_count elements of elem_type (fp32: IEEE 754 binary32, little-endian,
 //                     so the switch adds them with SIMD without byte swaps);
 //   CREDIT:           CreditBody (network byte order);
-//   FEEDBACK:         FeedbackBody (network byte order).
+//   FEEDBACK:         FeedbackBody (network byte order);
+//   CREDIT_BATCH:     elem_count CreditBatchEntry records (learner -> switch, expanded there into
+//                     one CREDIT per entry; docs/protocol.md, "CREDIT_BATCH").
 //
 // The codec never allocates and never throws: decode() validates every field and length and says
 // why it rejects a message.
@@ -35,6 +37,9 @@ enum class MsgType : std::uint8_t {
     Model = 2,     // learner -> worker: a chunk of the model parameters
     Credit = 3,    // learner -> worker: acknowledgement, credits and congestion echo
     Feedback = 4,  // switch -> sender: egress queue state
+    // learner -> switch: the CREDITs of several workers in one datagram to the cluster's MODEL
+    // group; the switch sends each worker its own CREDIT (switch/core/replication.h).
+    CreditBatch = 5,
 };
 
 enum class ElemType : std::uint8_t {
@@ -121,6 +126,17 @@ struct FeedbackBody {
 inline constexpr std::size_t kCreditBodySize = 16;
 inline constexpr std::size_t kFeedbackBodySize = 24;
 
+// One worker's CREDIT inside a CREDIT_BATCH (24 bytes): the worker, the CREDIT's flags (only
+// CONGESTION_ECHO may be set), 3 reserved bytes (written 0, ignored) and the CREDIT body.
+struct CreditBatchEntry {
+    std::uint32_t worker_id = 0;
+    std::uint8_t flags = 0;
+    CreditBody body;
+};
+inline constexpr std::size_t kCreditBatchEntrySize = 24;
+// Entries per CREDIT_BATCH: 56 x 24 + 48 bytes of header keep the IPv4 datagram within 1,500 bytes.
+inline constexpr std::uint16_t kMaxCreditBatchEntries = 56;
+
 enum class DecodeError : std::uint8_t {
     Ok = 0,
     ShortPacket,          // fewer bytes than the header (or a fixed body) needs
@@ -152,6 +168,10 @@ bool encode_credit(const CreditBody& c, std::span<std::uint8_t> out) noexcept;
 bool encode_feedback(const FeedbackBody& f, std::span<std::uint8_t> out) noexcept;
 bool decode_credit(std::span<const std::uint8_t> body, CreditBody& out) noexcept;
 bool decode_feedback(std::span<const std::uint8_t> body, FeedbackBody& out) noexcept;
+// Entry i of a CREDIT_BATCH body (validated by decode(): i < elem_count). Returns false if the
+// body is too short or the entry's flags are not a CREDIT's.
+bool encode_credit_batch_entry(const CreditBatchEntry& e, std::span<std::uint8_t> out) noexcept;
+bool decode_credit_batch_entry(std::span<const std::uint8_t> body, std::size_t i, CreditBatchEntry& out) noexcept;
 
 // Encodes a whole message: header then body. Returns bytes written, or 0 if out is too small or
 // the body length does not match the header (elem_count for GRADIENT/MODEL).
@@ -164,7 +184,7 @@ std::size_t encode(const Header& h, std::span<const std::uint8_t> body,
 namespace detail {
 inline bool carries_elements(MsgType t) noexcept { return t == MsgType::Gradient || t == MsgType::Model; }
 
-// Fixed body size of CREDIT / FEEDBACK; 0 for element-carrying types.
+// Fixed body size of CREDIT / FEEDBACK; 0 for element-carrying types and CREDIT_BATCH.
 inline std::size_t fixed_body_size(MsgType t) noexcept {
     switch (t) {
     case MsgType::Credit: return kCreditBodySize;
@@ -175,7 +195,7 @@ inline std::size_t fixed_body_size(MsgType t) noexcept {
 
 inline bool known_type(std::uint8_t t) noexcept {
     return t >= static_cast<std::uint8_t>(MsgType::Gradient) &&
-           t <= static_cast<std::uint8_t>(MsgType::Feedback);
+           t <= static_cast<std::uint8_t>(MsgType::CreditBatch);
 }
 }  // namespace detail
 
@@ -221,12 +241,17 @@ inline std::size_t elem_size(ElemType t) noexcept {
     }
     if (out.chunk_count == 0 || out.chunk_index >= out.chunk_count) return DecodeError::BadChunk;
     if (out.elem_count > kMaxElements) return DecodeError::TooManyElements;
-    // CREDIT/FEEDBACK bodies are fixed: a non-zero element count contradicts their length.
-    if (!detail::carries_elements(out.type) && out.elem_count != 0) return DecodeError::LengthMismatch;
+    // CREDIT/FEEDBACK bodies are fixed: a non-zero element count contradicts their length. A
+    // CREDIT_BATCH counts its entries there.
+    if (out.type == MsgType::CreditBatch) {
+        if (out.elem_count == 0 || out.elem_count > kMaxCreditBatchEntries) return DecodeError::LengthMismatch;
+    } else if (!detail::carries_elements(out.type) && out.elem_count != 0) {
+        return DecodeError::LengthMismatch;
+    }
     if (out.contrib_count == 0) return DecodeError::BadContribCount;
     if (out.contrib_count > 1 && (out.flags & (flag::kMerged | flag::kSenderMerged)) == 0)
         return DecodeError::BadContribCount;
-    // CREDIT and FEEDBACK are control messages of one sender: they never sum anything.
+    // CREDIT, FEEDBACK and CREDIT_BATCH are control messages of one sender: they never sum anything.
     if (!detail::carries_elements(out.type) &&
         (out.contrib_count != 1 || (out.flags & (flag::kMerged | flag::kSenderMerged)) != 0))
         return DecodeError::BadContribCount;
@@ -242,6 +267,10 @@ inline DecodeError decode(std::span<const std::uint8_t> bytes, Message& out) noe
     if (detail::carries_elements(out.hdr.type)) {
         if (body.size() != std::size_t{out.hdr.elem_count} * elem_size(out.hdr.elem_type))
             return DecodeError::LengthMismatch;
+    } else if (out.hdr.type == MsgType::CreditBatch) {
+        const std::size_t need = std::size_t{out.hdr.elem_count} * kCreditBatchEntrySize;
+        if (body.size() < need) return DecodeError::ShortPacket;
+        if (body.size() != need) return DecodeError::LengthMismatch;
     } else {
         const std::size_t need = detail::fixed_body_size(out.hdr.type);
         if (body.size() < need) return DecodeError::ShortPacket;

@@ -146,7 +146,8 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
                                   "sqrt_max_staleness",
                                   "eval_interval_ms", "eval_episodes", "checkpoint_interval_ms", "worker_timeout_ms",
                                   "max_workers", "max_grad_norm", "max_abs_element", "max_staleness", "admit_sources",
-                                  "admit_worker_ids", "model_budget", "model_delivery", "model_group", "credit_priority"});
+                                  "admit_worker_ids", "model_budget", "model_delivery", "model_group", "credit_priority",
+                                  "credit_batching"});
     if (auto x = map.get("publish_interval_ms")) l.publish_interval_ms = r.number(*x, 0.0, kMaxMs);
     if (auto x = map.get("rebroadcast_ms")) l.rebroadcast_ms = static_cast<std::uint32_t>(r.uint(*x, 1, kMaxMs));
     if (auto x = map.get("staleness_scaling")) l.staleness_scaling = r.boolean(*x);
@@ -198,6 +199,12 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
         l.model_group = group;
     }
     if (auto x = map.get("credit_priority")) l.credit_priority = r.boolean(*x);
+    if (auto x = map.get("credit_batching")) {
+        l.credit_batching = r.boolean(*x);
+        if (l.credit_batching && l.model_delivery != ModelDelivery::Replicated)
+            r.fail(*x, "learner.credit_batching needs learner.model_delivery: replicated (the switch expands a batch "
+                       "for the members of the cluster's MODEL group)");
+    }
     if (l.model_delivery == ModelDelivery::Replicated && l.model_group == 0)
         r.fail(delivery->mark, v.path.empty() ? "model_group" : v.path + ".model_group",
                "missing: learner.model_delivery replicated needs the cluster's multicast group, like model_group: "

@@ -105,6 +105,11 @@ struct LearnerConfig {
     // host's pfifo_fast or prio qdisc serves them ahead of MODEL (TOS 0); docs/transport.md,
     // "CREDIT ahead of MODEL".
     bool credit_priority = true;
+    // The CREDITs owed for one received chunk leave as CREDIT_BATCH datagrams to model_group (up to
+    // 56 CREDITs each), which a Shesha switch expands into one CREDIT per worker (docs/transport.md,
+    // "CREDIT fan-out"). Needs model_delivery replicated: the switch knows the members from the
+    // group. Off: one CREDIT datagram per worker.
+    bool credit_batching = false;
 };
 
 struct WorkerConfig {

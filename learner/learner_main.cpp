@@ -216,6 +216,7 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["credits"] = json::Json::object();
     j["credits"]["messages"] = c.credit_messages;
     j["credits"]["units"] = c.credit_units;
+    j["credits"]["batches"] = c.credit_batches;
     j["credits"]["echoes"] = core.planner_stats().echoes;
     j["credits"]["units_spread"] = core.planner_stats().units_spread;
     j["credits"]["units_spread_past_quiet"] = core.planner_stats().units_spread_past_quiet;

@@ -88,6 +88,7 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
     gauge("shesha_learner_target_reached", "1 once an evaluation reached --target-return", std::uint64_t{run.target_reached});
 
     counter("shesha_learner_credit_messages_total", "CREDIT messages sent (credits.messages)", c.credit_messages);
+    counter("shesha_learner_credit_batches_total", "CREDIT_BATCH datagrams sent (credits.batches)", c.credit_batches);
     counter("shesha_learner_credit_units_total", "Credit units granted (credits.units)", c.credit_units);
     counter("shesha_learner_versions_published_total", "Model versions published (model.versions_published)",
             c.versions_published);

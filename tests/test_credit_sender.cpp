@@ -1320,3 +1320,51 @@ TEST_CASE("flight_expiry_rtts: 0 turns it off; a fixed flight_expiry_ns takes pr
     c.flight_expiry_rtts = 1;
     CHECK(validate(c).empty());
 }
+
+namespace {
+shesha::proto::Header credit_template() {
+    shesha::proto::Header h;
+    h.type = shesha::proto::MsgType::Credit;
+    h.elem_type = shesha::proto::ElemType::None;
+    h.ts_earliest_ns = h.ts_latest_ns = 1000;
+    return h;
+}
+}  // namespace
+
+TEST_CASE("encode_credit_batches: 130 grants in datagrams of 56, 56 and 18, every entry as granted", "[credit_planner]") {
+    using namespace shesha::proto;
+    std::vector<shesha::transport::CreditGrant> grants(130);
+    for (std::uint32_t i = 0; i < grants.size(); ++i) {
+        grants[i].worker_id = 1000 + i;
+        grants[i].flags = i % 7 == 0 ? flag::kCongestionEcho : 0;
+        grants[i].body = CreditBody{1 + i % 3, i, 77, i % 7 == 0 ? 2u : 0u};
+    }
+    shesha::proto::Header tmpl = credit_template();
+    tmpl.cluster_id = 9;
+    tmpl.model_version = 77;
+    std::vector<std::uint8_t> buf(shesha::transport::kCreditBatchBufferSize);
+    std::vector<std::uint16_t> sizes;
+    std::uint32_t next = 0;
+    const std::size_t n = shesha::transport::encode_credit_batches(
+        tmpl, grants, buf, [&](std::span<const std::uint8_t> bytes) {
+            Message m;
+            REQUIRE(decode(bytes, m) == DecodeError::Ok);
+            CHECK(m.hdr.type == MsgType::CreditBatch);
+            CHECK(m.hdr.cluster_id == 9);
+            CHECK(m.hdr.model_version == 77);
+            sizes.push_back(m.hdr.elem_count);
+            for (std::uint16_t i = 0; i < m.hdr.elem_count; ++i, ++next) {
+                CreditBatchEntry e;
+                REQUIRE(decode_credit_batch_entry(m.payload, i, e));
+                CHECK(e.worker_id == grants[next].worker_id);
+                CHECK(e.flags == grants[next].flags);
+                CHECK(e.body.credits == grants[next].body.credits);
+                CHECK(e.body.acked_seq == grants[next].body.acked_seq);
+                CHECK(e.body.ce_count == grants[next].body.ce_count);
+            }
+        });
+    CHECK(n == 3);
+    CHECK(sizes == std::vector<std::uint16_t>{56, 56, 18});
+    CHECK(next == 130);
+    CHECK(shesha::transport::encode_credit_batches(tmpl, {}, buf, [](auto) { FAIL("no grants, no datagram"); }) == 0);
+}

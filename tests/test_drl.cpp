@@ -1213,3 +1213,79 @@ TEST_CASE("learner: unicast delivery ignores a configured group: one copy per ac
     CHECK(f.core->counters().model_group_chunks_sent == 0);
     CHECK(f.core->counters().model_group_sends == 0);
 }
+
+TEST_CASE("learner: credit_batching sends a chunk's CREDITs as one CREDIT_BATCH to the group, entry for entry") {
+    const auto batching = [](drl::ClusterConfig& c) {
+        replicated(c);
+        c.learner.credit_batching = true;
+    };
+    LearnerFixture one_by_one(false, drl::MergedSteps::One, replicated);
+    LearnerFixture batched(false, drl::MergedSteps::One, batching);
+    const auto merged = [] {
+        auto h = gradient_header(1, 3, 2, 1);
+        h.flags = proto::flag::kMerged | proto::flag::kCongestionExperienced;
+        h.contrib_count = 4;
+        h.packet_count = 4;
+        return h;
+    };
+    for (LearnerFixture* f : {&one_by_one, &batched}) {
+        register_workers(*f, 4, 1'000'000);
+        f->sent.clear();
+        f->feed(message(merged(), {0, 0, 0, 0}), 5002, 2'000'000);
+    }
+    // One by one: four CREDITs, to workers 2 (its own unit and the echo), 3, 4 and 1.
+    std::vector<proto::CreditBatchEntry> expected;
+    for (const Sent& s : one_by_one.sent) {
+        REQUIRE(s.hdr.type == proto::MsgType::Credit);
+        proto::CreditBatchEntry e{s.hdr.worker_id, s.hdr.flags, {}};
+        REQUIRE(proto::decode_credit(s.payload, e.body));
+        expected.push_back(e);
+    }
+    REQUIRE(expected.size() == 4);
+    CHECK(expected[0].worker_id == 2);
+    CHECK(expected[0].flags == proto::flag::kCongestionEcho);
+    // Batched: one datagram to the group with those four, in that order, and nothing else.
+    REQUIRE(batched.sent.size() == 1);
+    const Sent& b = batched.sent[0];
+    CHECK(b.ip == kGroup);
+    CHECK(b.port == 17800);
+    CHECK(b.hdr.type == proto::MsgType::CreditBatch);
+    CHECK(b.hdr.cluster_id == kCluster);
+    CHECK(b.hdr.seq == one_by_one.sent[0].hdr.seq);  // the incarnation
+    CHECK(b.hdr.model_version == one_by_one.sent[0].hdr.model_version);
+    CHECK(b.hdr.ts_latest_ns == one_by_one.sent[0].hdr.ts_latest_ns);
+    REQUIRE(b.hdr.elem_count == 4);
+    for (std::uint16_t i = 0; i < 4; ++i) {
+        proto::CreditBatchEntry e;
+        REQUIRE(proto::decode_credit_batch_entry(b.payload, i, e));
+        CHECK(e.worker_id == expected[i].worker_id);
+        CHECK(e.flags == expected[i].flags);
+        CHECK(e.body.credits == expected[i].body.credits);
+        CHECK(e.body.learner_version == expected[i].body.learner_version);  // (acked seqs: each fixture's own)
+        CHECK(e.body.ce_count == expected[i].body.ce_count);
+    }
+    const learner::LearnerCounters& cb = batched.core->counters();
+    const learner::LearnerCounters& cu = one_by_one.core->counters();
+    CHECK(cb.credit_batches == 4 + 1);  // one per registering chunk, one for the merge
+    CHECK(cu.credit_batches == 0);
+    CHECK(cb.credit_messages == cu.credit_messages);
+    CHECK(cb.credit_units == cu.credit_units);
+    for (std::size_t w = 0; w < 4; ++w) CHECK(batched.core->workers()[w].credit_units == one_by_one.core->workers()[w].credit_units);
+    // CREDIT_BATCH leaves with CREDIT's TOS.
+    std::vector<std::uint8_t> bytes(proto::kHeaderSize);
+    bytes[proto::off::kType] = static_cast<std::uint8_t>(proto::MsgType::CreditBatch);
+    CHECK(learner::datagram_tos(batched.config.learner, bytes) == learner::kCreditTos);
+}
+
+TEST_CASE("cluster config: learner.credit_batching needs replicated delivery; errors name the key") {
+    CHECK_FALSE(drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml").learner.credit_batching);
+    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {model_delivery: replicated, model_group: 239.77.0.1, "
+                                    "credit_batching: true}\n",
+                                    "t.yaml")
+              .learner.credit_batching);
+    const std::string unicast = error_of("env: CartPole-v1\nlearner: {credit_batching: true}\n");
+    CHECK(unicast.find("learner.credit_batching: learner.credit_batching needs learner.model_delivery: replicated") !=
+          std::string::npos);
+    CHECK(error_of("env: CartPole-v1\nlearner: {model_delivery: replicated, model_group: 239.77.0.1, credit_batching: 2}\n")
+              .find("learner.credit_batching: expected true or false") != std::string::npos);
+}

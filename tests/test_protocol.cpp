@@ -302,7 +302,7 @@ TEST_CASE("every DecodeError from crafted bytes", "[protocol]") {
         auto b = good;
         b[off::kType] = 0;
         expect(b, DecodeError::UnknownType);
-        b[off::kType] = 5;
+        b[off::kType] = 6;  // 5 is CREDIT_BATCH
         expect(b, DecodeError::UnknownType);
     }
     SECTION("UnknownFlags") {
@@ -517,4 +517,76 @@ TEST_CASE("merged_packet_count: exact while both counts are known and the sum fi
     CHECK(merged_packet_count(0, 5) == 0);     // an arrival or a waiting packet without a count
     CHECK(merged_packet_count(5, 0) == 0);
     CHECK(merged_packet_count(0, 0) == 0);
+}
+
+TEST_CASE("CREDIT_BATCH: entry layout, round trip and every rejection", "[protocol]") {
+    const CreditBatchEntry e0{0x01020304, flag::kCongestionEcho, CreditBody{7, 99, 12, 3}};
+    const CreditBatchEntry e1{0x0A0B0C0D, 0, CreditBody{1, 2, 3, 0}};
+    std::vector<std::uint8_t> body(2 * kCreditBatchEntrySize, 0xEE);
+    REQUIRE(encode_credit_batch_entry(e0, body));
+    REQUIRE(encode_credit_batch_entry(e1, std::span<std::uint8_t>(body).subspan(kCreditBatchEntrySize)));
+    // worker_id, flags, three reserved zero bytes, then the CREDIT body as a CREDIT has it.
+    const std::vector<std::uint8_t> first(body.begin(), body.begin() + kCreditBatchEntrySize);
+    CHECK(first == std::vector<std::uint8_t>{0x01, 0x02, 0x03, 0x04, 0x04, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 99,
+                                             0, 0, 0, 12, 0, 0, 0, 3});
+    Header h = control_header(MsgType::CreditBatch);
+    h.worker_id = 0;
+    h.elem_count = 2;
+    std::vector<std::uint8_t> msg(kHeaderSize + body.size());
+    REQUIRE(encode(h, body, msg) == msg.size());
+    Message m;
+    REQUIRE(decode(msg, m) == DecodeError::Ok);
+    CHECK(m.hdr.type == MsgType::CreditBatch);
+    CHECK(m.hdr.elem_count == 2);
+    CreditBatchEntry d;
+    REQUIRE(decode_credit_batch_entry(m.payload, 1, d));
+    CHECK(d.worker_id == e1.worker_id);
+    CHECK(d.flags == 0);
+    CHECK(d.body.credits == 1);
+    CHECK(d.body.acked_seq == 2);
+    CHECK(d.body.learner_version == 3);
+    REQUIRE(decode_credit_batch_entry(m.payload, 0, d));
+    CHECK(d.flags == flag::kCongestionEcho);
+    CHECK(d.body.ce_count == 3);
+    CHECK_FALSE(decode_credit_batch_entry(m.payload, 2, d));  // past the body
+
+    SECTION("a body one byte short or long, or not a whole number of entries") {
+        auto b = msg;
+        b.pop_back();
+        CHECK(decode(b, m) == DecodeError::ShortPacket);
+        b = msg;
+        b.push_back(0);
+        CHECK(decode(b, m) == DecodeError::LengthMismatch);
+    }
+    SECTION("no entries, or more than fit a 1,500-byte datagram") {
+        auto b = msg;
+        shesha::be::store16(b.data() + off::kElemCount, 0);
+        CHECK(decode(b, m) == DecodeError::LengthMismatch);
+        shesha::be::store16(b.data() + off::kElemCount, kMaxCreditBatchEntries + 1);
+        CHECK(decode(b, m) == DecodeError::LengthMismatch);
+        CHECK(kHeaderSize + kMaxCreditBatchEntries * kCreditBatchEntrySize + 28 <= 1500);
+    }
+    SECTION("an element type, or a merged flag") {
+        auto b = msg;
+        b[off::kElemType] = static_cast<std::uint8_t>(ElemType::F32);
+        CHECK(decode(b, m) == DecodeError::BadElemType);
+        b = msg;
+        b[off::kFlags] = flag::kMerged;
+        CHECK(decode(b, m) == DecodeError::BadContribCount);
+    }
+    SECTION("an entry with flags a CREDIT may not carry is refused by the entry decoder") {
+        auto b = msg;
+        b[kHeaderSize + kCreditBatchEntrySize + 4] = flag::kCongestionExperienced;
+        REQUIRE(decode(b, m) == DecodeError::Ok);
+        CHECK_FALSE(decode_credit_batch_entry(m.payload, 1, d));
+        CHECK_FALSE(encode_credit_batch_entry(CreditBatchEntry{1, flag::kMerged, {}}, body));
+    }
+    SECTION("encode refuses 0 or too many entries") {
+        h.elem_count = 0;
+        CHECK(encode(h, {}, msg) == 0);
+        h.elem_count = kMaxCreditBatchEntries + 1;
+        std::vector<std::uint8_t> big((kMaxCreditBatchEntries + 1) * kCreditBatchEntrySize);
+        std::vector<std::uint8_t> out(kHeaderSize + big.size());
+        CHECK(encode(h, big, out) == 0);
+    }
 }

@@ -295,3 +295,132 @@ TEST_CASE("model_replication config errors name the key", "[replication]") {
     CHECK(good.clusters[0].model_replication->max_members == 8);
     CHECK(core::parse_switch_config(core::to_yaml(good)) == good);
 }
+
+namespace {
+
+// A CREDIT_BATCH from `host` to the group, with these entries, as LearnerCore encodes one.
+proto::Header credit_batch_header(std::uint16_t entries, std::uint16_t cluster = kModelCluster) {
+    proto::Header h;
+    h.type = proto::MsgType::CreditBatch;
+    h.elem_type = proto::ElemType::None;
+    h.cluster_id = cluster;
+    h.model_version = 41;
+    h.seq = 5;  // the learner's incarnation
+    h.elem_count = entries;
+    h.ts_earliest_ns = h.ts_latest_ns = 123456789;
+    return h;
+}
+std::vector<std::uint8_t> credit_batch(const std::vector<proto::CreditBatchEntry>& entries,
+                                       std::uint8_t host = kLearnerHost, std::uint16_t cluster = kModelCluster) {
+    std::vector<std::uint8_t> body(entries.size() * proto::kCreditBatchEntrySize);
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        REQUIRE(proto::encode_credit_batch_entry(entries[i], std::span<std::uint8_t>(body).subspan(i * proto::kCreditBatchEntrySize)));
+    return shesha_frame(mac(host), host_ip(host), proto::kDefaultUdpPort, kGroupMac, kGroup,
+                        credit_batch_header(static_cast<std::uint16_t>(entries.size()), cluster), body);
+}
+// The CREDIT the learner would have sent worker `host` itself, without a UDP checksum.
+std::vector<std::uint8_t> direct_credit(std::uint8_t host, const proto::CreditBatchEntry& e) {
+    proto::Header h = credit_batch_header(0);
+    h.type = proto::MsgType::Credit;
+    h.flags = e.flags;
+    h.worker_id = e.worker_id;
+    std::vector<std::uint8_t> body(proto::kCreditBodySize);
+    REQUIRE(proto::encode_credit(e.body, body));
+    std::vector<std::uint8_t> payload(proto::kHeaderSize + body.size());
+    REQUIRE(proto::encode(h, body, payload) == payload.size());
+    auto f = udp_frame(mac(kLearnerHost), mac(host), host_ip(kLearnerHost), host_ip(host), worker_port(host), payload,
+                       proto::kDefaultUdpPort);
+    frame::clear_udp_checksum(f.data() + frame::kEthHeaderSize + 20);
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("a CREDIT_BATCH from the learner becomes, per entry, the CREDIT the learner would have sent", "[replication]") {
+    Rig rig(Rig::config());
+    std::uint64_t now = kHz;
+    join_members(rig, 4, now);
+    const std::vector<proto::CreditBatchEntry> entries{
+        {101, 0, {3, 17, 41, 0}},
+        {103, proto::flag::kCongestionEcho, {1, 9, 41, 2}},
+        {999, 0, {1, 1, 41, 0}},  // not a member: no CREDIT, counted
+        {104, 0, {2, 5, 41, 0}},
+        {102, 0, {1, 8, 41, 0}},
+        {101, 0, {1, 18, 41, 0}},  // a second entry for worker 1: a second CREDIT, in order
+        {100, 0, {1, 1, 41, 0}},   // below every member's id: not a member either
+    };
+    rig.send(0, credit_batch(entries), ++now);
+    auto out = rig.take_all();
+    CHECK(out[0].empty());  // nothing back to the learner
+    CHECK(out[5].empty());  // nothing to the non-member
+    REQUIRE(out[1].size() == 2);
+    CHECK(out[1][0] == direct_credit(1, entries[0]));
+    CHECK(out[1][1] == direct_credit(1, entries[5]));
+    REQUIRE(out[2].size() == 1);
+    CHECK(out[2][0] == direct_credit(2, entries[4]));
+    REQUIRE(out[3].size() == 1);
+    CHECK(out[3][0] == direct_credit(3, entries[1]));
+    REQUIRE(out[4].size() == 1);
+    CHECK(out[4][0] == direct_credit(4, entries[3]));
+    // Each is a valid CREDIT for its worker, as shesha-worker decodes it.
+    proto::Message m;
+    const auto& c3 = out[3][0];
+    REQUIRE(proto::decode({c3.data() + frame::kUdpPayloadOffset, c3.size() - frame::kUdpPayloadOffset}, m) ==
+            proto::DecodeError::Ok);
+    CHECK(m.hdr.type == proto::MsgType::Credit);
+    CHECK(m.hdr.worker_id == 103);
+    CHECK(m.hdr.flags == proto::flag::kCongestionEcho);
+    const std::uint8_t* ip = c3.data() + frame::kEthHeaderSize;
+    CHECK(be::load16(ip + 2) == c3.size() - frame::kEthHeaderSize);
+    CHECK(be::load16(ip + 10) == frame::ipv4_header_checksum(ip, 20));
+    CHECK(rig.counter(core::SwitchCounter::CreditBatches) == 1);
+    CHECK(rig.counter(core::SwitchCounter::CreditCopies) == 5);
+    CHECK(rig.counter(core::SwitchCounter::CreditWorkerUnknown) == 2);
+    CHECK(rig.counter(core::SwitchCounter::ModelCopies) == 0);
+    CHECK(rig.io.alive == 0);
+}
+
+TEST_CASE("CREDIT_BATCH: forged, foreign, bad entries and unknown ports are counted; without a group it travels on",
+          "[replication]") {
+    Rig rig(Rig::config());
+    std::uint64_t now = kHz;
+    join_members(rig, 2, now);  // workers 1 and 2 joined; 3 and 4 did not
+    const proto::CreditBatchEntry e1{101, 0, {1, 1, 41, 0}};
+    // From a host that is not the learner, or for another cluster: dropped whole.
+    rig.send(5, credit_batch({e1}, 5), ++now);
+    rig.send(0, credit_batch({e1}, kLearnerHost, kModelCluster + 1), ++now);
+    for (const auto& port : rig.take_all()) CHECK(port.empty());
+    CHECK(rig.counter(core::SwitchCounter::CreditBatchNotMember) == 2);
+    // An entry with a flag a CREDIT may not carry: that entry only.
+    auto batch = credit_batch({e1, {102, 0, {1, 1, 41, 0}}});
+    batch[frame::kUdpPayloadOffset + proto::kHeaderSize + proto::kCreditBatchEntrySize + 4] = proto::flag::kMerged;
+    rig.send(0, batch, ++now);
+    auto out = rig.take_all();
+    CHECK(out[1].size() == 1);
+    CHECK(out[2].empty());
+    CHECK(rig.counter(core::SwitchCounter::CreditBadEntry) == 1);
+    // Worker 3 never joined: no CREDIT, counted, never flooded.
+    rig.send(0, credit_batch({{103, 0, {1, 1, 41, 0}}}), ++now);
+    for (const auto& port : rig.take_all()) CHECK(port.empty());
+    CHECK(rig.counter(core::SwitchCounter::CreditWorkerUnknown) == 1);
+    // A member whose station aged out of the FDB (aging 2 s): counted, not flooded.
+    now += 5 * kHz;
+    rig.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), now);
+    rig.take_all();
+    rig.send(0, credit_batch({e1}), ++now);
+    for (const auto& port : rig.take_all()) CHECK(port.empty());
+    CHECK(rig.counter(core::SwitchCounter::CreditMemberPortUnknown) == 1);
+    CHECK(rig.counter(core::SwitchCounter::CreditCopies) == 1);
+    CHECK(rig.io.alive == 0);
+
+    // Without replication configured there is no group: the batch is a datagram like any other.
+    core::SwitchConfig cfg = Rig::config();
+    cfg.clusters[0].model_replication.reset();
+    Rig plain(cfg);
+    join_members(plain, 4, kHz);
+    plain.send(0, credit_batch({e1}), kHz + 1);
+    out = plain.take_all();
+    for (std::size_t p = 1; p < Rig::kPorts; ++p) CHECK(out[p].size() == 1);  // flooded to the group MAC
+    CHECK(out[1][0] == credit_batch({e1}));
+    CHECK(plain.counter(core::SwitchCounter::CreditBatches) == 0);
+}

@@ -409,21 +409,43 @@ bool LearnerCore::step_builtin(const proto::Header& h, std::span<const float> sl
 void LearnerCore::send_credits(const proto::Header& h) {
     if (!planner_) return;
     const std::size_t n = planner_->plan(h, version_, grants_);
+    proto::Header out;
+    out.type = proto::MsgType::Credit;
+    out.elem_type = proto::ElemType::None;
+    out.cluster_id = cluster_id_;
+    out.model_version = version_;
+    out.seq = incarnation_;
+    out.elem_count = 0;
+    out.ts_earliest_ns = h.ts_latest_ns;
+    out.ts_latest_ns = h.ts_latest_ns;
+    if (config_.learner.credit_batching) {
+        // Only workers the learner knows, as below; the switch finds each one's port by its join.
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (find_worker(grants_[i].worker_id) != nullptr) grants_[kept++] = grants_[i];
+        transport::encode_credit_batches(out, std::span<const transport::CreditGrant>(grants_.data(), kept), tx_,
+                                         [&](std::span<const std::uint8_t> bytes) {
+                                             if (!send_(group_, bytes)) return;
+                                             const std::uint16_t entries = be::load16(bytes.data() + proto::off::kElemCount);
+                                             ++c_.credit_batches;
+                                             c_.credit_messages += entries;
+                                             for (std::uint16_t e = 0; e < entries; ++e) {
+                                                 const std::uint32_t credits = be::load32(
+                                                     bytes.data() + proto::kHeaderSize + e * proto::kCreditBatchEntrySize + 8);
+                                                 const std::uint32_t id = be::load32(
+                                                     bytes.data() + proto::kHeaderSize + e * proto::kCreditBatchEntrySize);
+                                                 c_.credit_units += credits;
+                                                 if (WorkerInfo* w = find_worker(id)) w->credit_units += credits;
+                                             }
+                                         });
+        return;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         const transport::CreditGrant& g = grants_[i];
         WorkerInfo* w = find_worker(g.worker_id);
         if (w == nullptr) continue;
-        proto::Header out;
-        out.type = proto::MsgType::Credit;
-        out.elem_type = proto::ElemType::None;
         out.flags = g.flags;
-        out.cluster_id = cluster_id_;
         out.worker_id = g.worker_id;
-        out.model_version = version_;
-        out.seq = incarnation_;
-        out.elem_count = 0;
-        out.ts_earliest_ns = h.ts_latest_ns;
-        out.ts_latest_ns = h.ts_latest_ns;
         std::array<std::uint8_t, proto::kCreditBodySize> body{};
         proto::encode_credit(g.body, body);
         const std::size_t len = proto::encode(out, body, tx_);

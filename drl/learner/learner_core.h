@@ -46,15 +46,16 @@ inline constexpr std::uint64_t kModelResendMinNs = 20'000'000;  // per worker, f
 inline constexpr std::size_t kStalenessBuckets = 32;            // exact counts 0..31, then ">= 32"
 
 // The IPv4 TOS a learner datagram leaves with (docs/transport.md, "CREDIT ahead of MODEL"). With
-// learner.credit_priority (the default) a CREDIT gets IPTOS_LOWDELAY, 0x10 with the ECN bits 0:
+// learner.credit_priority (the default) a CREDIT (or CREDIT_BATCH) gets IPTOS_LOWDELAY, 0x10 with the ECN bits 0:
 // Linux derives the packet's priority from it (rt_tos2priority: TC_PRIO_INTERACTIVE), and a
 // pfifo_fast or prio qdisc on the learner's host serves that band before MODEL's. Everything else,
 // and CREDIT with the setting off, gets 0: the learner socket's own TOS. The learner's socket
 // (api/transport.cpp) and shesha-sim's learners both ask this function.
 inline constexpr std::uint8_t kCreditTos = 0x10;
 inline std::uint8_t datagram_tos(const drl::LearnerConfig& cfg, std::span<const std::uint8_t> message) noexcept {
-    const bool credit =
-        message.size() > proto::off::kType && message[proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Credit);
+    const bool credit = message.size() > proto::off::kType &&
+                        (message[proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Credit) ||
+                         message[proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::CreditBatch));
     return cfg.credit_priority && credit ? kCreditTos : 0;
 }
 
@@ -72,8 +73,9 @@ struct LearnerCounters {
     std::uint64_t sender_merged_chunks = 0;  // applied chunks with SENDER_MERGED
     std::uint64_t ce_chunks = 0;             // applied or not, chunks carrying CE
     std::uint64_t version_ahead = 0;         // base version newer than ours (after a resume): staleness 0
-    std::uint64_t credit_messages = 0;
+    std::uint64_t credit_messages = 0;       // CREDITs sent (in a CREDIT_BATCH: its entries)
     std::uint64_t credit_units = 0;
+    std::uint64_t credit_batches = 0;        // CREDIT_BATCH datagrams (learner.credit_batching)
     std::uint64_t model_requests = 0;
     std::uint64_t model_requests_rate_limited = 0;
     std::uint64_t foreign_requests = 0;      // model requests naming another cluster

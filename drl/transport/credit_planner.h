@@ -21,6 +21,7 @@
 // other live workers (to the named one if none is left). It still gets its own named units.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -77,5 +78,39 @@ private:
     std::size_t cursor_ = 0;            // round robin position for spread units
     CreditPlannerStats stats_;
 };
+
+// Bytes a buffer needs for the largest CREDIT_BATCH.
+inline constexpr std::size_t kCreditBatchBufferSize =
+    proto::kHeaderSize + std::size_t{proto::kMaxCreditBatchEntries} * proto::kCreditBatchEntrySize;
+
+// The learner's side of CREDIT fan-out (learner.credit_batching): the grants of one plan as
+// CREDIT_BATCH datagrams of at most kMaxCreditBatchEntries entries, in the grants' order, each
+// with the header fields of `header` (its type and elem_count are set here). Calls send(bytes) per
+// datagram; returns how many there were. buf holds at least kCreditBatchBufferSize bytes.
+template <class Send>
+std::size_t encode_credit_batches(proto::Header header, std::span<const CreditGrant> grants, std::span<std::uint8_t> buf,
+                                  Send&& send) {
+    header.type = proto::MsgType::CreditBatch;
+    header.elem_type = proto::ElemType::None;
+    header.flags = 0;
+    header.contrib_count = 1;
+    std::size_t datagrams = 0;
+    for (std::size_t first = 0; first < grants.size(); first += proto::kMaxCreditBatchEntries) {
+        const std::size_t n = std::min<std::size_t>(proto::kMaxCreditBatchEntries, grants.size() - first);
+        header.elem_count = static_cast<std::uint16_t>(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const CreditGrant& g = grants[first + i];
+            proto::encode_credit_batch_entry(proto::CreditBatchEntry{g.worker_id, g.flags, g.body},
+                                             buf.subspan(proto::kHeaderSize + i * proto::kCreditBatchEntrySize));
+        }
+        const std::size_t body = n * proto::kCreditBatchEntrySize;
+        const std::size_t len = proto::encode(header, buf.subspan(proto::kHeaderSize, body), buf);
+        if (len != 0) {
+            send(std::span<const std::uint8_t>(buf.data(), len));
+            ++datagrams;
+        }
+    }
+    return datagrams;
+}
 
 }  // namespace shesha::transport

@@ -25,6 +25,7 @@ enum class PacketClass : std::uint8_t {
     Malformed,     // bad IPv4/UDP headers or a Shesha message that failed to decode
     Model,         // a valid MODEL (a chunk, or a request without elements): forwarded like Plain
                    // unless MODEL replication is configured (replication.h)
+    CreditBatch,   // a valid CREDIT_BATCH: expanded for a replication group's members, else like Plain
 };
 
 struct PacketMeta {
@@ -232,6 +233,8 @@ template <class Io>
         ++tally.gradient_f32;
     } else if (type == proto::MsgType::Model) {
         meta.cls = PacketClass::Model;
+    } else if (type == proto::MsgType::CreditBatch) {
+        meta.cls = PacketClass::CreditBatch;
     } else {
         meta.cls = PacketClass::Plain;
     }

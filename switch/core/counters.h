@@ -86,6 +86,14 @@ enum class SwitchCounter : std::uint8_t {
     ModelJoinRefused,        // model requests of non-members, or not to the group's learner
     ModelMembersFull,        // joins refused: the group has max_members members
     ModelCopyFailed,         // copies that could not be allocated
+    // forwarding: CREDIT_BATCH fan-out to a group's members (replication.h)
+    CreditBatches,           // CREDIT_BATCHes from a group's learner, expanded here
+    CreditCopies,            // CREDITs built from their entries and enqueued, one per entry
+    CreditBatchNotMember,    // CREDIT_BATCH to a group not from its learner or cluster: dropped
+    CreditWorkerUnknown,     // entries naming no member of the group (not joined, or left): no CREDIT
+    CreditMemberPortUnknown, // entries for a member the FDB does not know: no CREDIT (never flooded)
+    CreditBadEntry,          // entries with flags a CREDIT may not carry: no CREDIT
+    CreditCopyFailed,        // CREDITs that could not be allocated
     PeerSyncDropped,         // FDB learns and group joins not told to the other lcores (their
                              // rings were full); the next once-a-second resync repeats them
     EgressRounds,
@@ -159,6 +167,13 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"replication", "model_join_refused"},
     {"replication", "model_members_full"},
     {"replication", "model_copy_failed"},
+    {"replication", "credit_batches"},
+    {"replication", "credit_copies"},
+    {"replication", "credit_batch_not_member"},
+    {"replication", "credit_worker_unknown"},
+    {"replication", "credit_member_port_unknown"},
+    {"replication", "credit_bad_entry"},
+    {"replication", "credit_copy_failed"},
     {"internal", "peer_sync_dropped"},
     {"internal", "egress_rounds"},
     {"internal", "egress_idle_rounds"},

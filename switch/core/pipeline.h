@@ -328,6 +328,8 @@ private:
                 }
             } else if (meta.cls == PacketClass::Model) {
                 if (replication_.enabled() && model_replicated_here(m, meta, now, pass)) return;
+            } else if (meta.cls == PacketClass::CreditBatch) {
+                if (replication_.enabled() && credit_batch_expanded_here(m, meta, now, pass)) return;
             } else if (meta.cls == PacketClass::Malformed && cfg_.malformed == MalformedAction::Drop) {
                 egress_.add(SwitchCounter::MalformedDropped);
                 io_.free(m);
@@ -384,7 +386,7 @@ private:
         // merge it with the pass's others as the queue would (batch_merge.h): one class, no shares,
         // no version tolerance. Once one frame is staged, nothing behind it may overtake it.
         if (cursor.n_tx < cursor.bypass_limit &&
-            (meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model ||
+            (meta.cls == PacketClass::Plain || meta.cls == PacketClass::Model || meta.cls == PacketClass::CreditBatch ||
              (meta.cls == PacketClass::Gradient && port.gradient_bypass_ok && admission.tolerance == 0))) {
             if (meta.cls == PacketClass::Gradient && admission.mergeable && port.batch_merging &&
                 merged_in_batch(port, cursor, m, len, meta, true))
@@ -510,6 +512,62 @@ private:
             PacketMeta copy_meta = meta;
             copy_meta.dst_ip = member.ip;
             egress_.add(SwitchCounter::ModelCopies);
+            enqueue_to(out, copy, copy_meta, Admission{}, now, cursor);
+        }
+        cursor.close();
+        io_.free(m);
+        return true;
+    }
+
+    // Stage 4 for a CREDIT_BATCH when replication is configured (replication.h): one CREDIT per
+    // entry to the member it names, when the batch comes from the group's learner (true: consumed
+    // here); a batch to an address that is no group travels on like any datagram (false).
+    bool credit_batch_expanded_here(Handle m, const PacketMeta& meta, std::uint64_t now, Pass& pass) noexcept {
+        const ReplicationGroup* g = replication_.group_at(meta.dst_ip);
+        if (g == nullptr) return false;
+        pass.cursor.close();
+        if (!ReplicationStage::admit(*g, meta) || Io::multi_segment(m)) {
+            egress_.add(SwitchCounter::CreditBatchNotMember);
+            io_.free(m);
+            return true;
+        }
+        egress_.add(SwitchCounter::CreditBatches);
+        const std::uint8_t* batch = Io::data(m);
+        const std::uint32_t len = ReplicationStage::credit_copy_len(meta);
+        const std::uint32_t entries = meta.elem_count;  // decode() checked the body holds them
+        StageCursor<Handle> cursor(false);
+        for (std::uint32_t i = 0; i < entries; ++i) {
+            const std::uint32_t worker = be::load32(batch + replica_header_len(meta) + i * proto::kCreditBatchEntrySize);
+            const GroupMember* member = g->member_by_worker(worker);
+            if (member == nullptr) {
+                egress_.add(SwitchCounter::CreditWorkerUnknown);
+                continue;
+            }
+            const std::uint16_t out = l2_.lookup(member->mac_key, now);
+            if (out == kNoPort) {
+                egress_.add(SwitchCounter::CreditMemberPortUnknown);
+                continue;
+            }
+            if (out == meta.in_port) {  // never back out of the learner's own port
+                ports_[meta.in_port]->tx.add(PortCounter::Filtered);
+                continue;
+            }
+            std::uint8_t* bytes = nullptr;
+            const Handle copy = io_.alloc(len, &bytes);
+            if (!copy) [[unlikely]] {
+                egress_.add(SwitchCounter::CreditCopyFailed);
+                continue;
+            }
+            if (!ReplicationStage::credit_copy(bytes, batch, meta, i, *member)) {
+                egress_.add(SwitchCounter::CreditBadEntry);
+                io_.free(copy);
+                continue;
+            }
+            PacketMeta copy_meta = meta;
+            copy_meta.cls = PacketClass::Plain;
+            copy_meta.dst_ip = member->ip;
+            copy_meta.elem_count = 0;
+            egress_.add(SwitchCounter::CreditCopies);
             enqueue_to(out, copy, copy_meta, Admission{}, now, cursor);
         }
         cursor.close();

@@ -21,8 +21,10 @@
 //   unicast: a worker that misses chunks asks, and the learner answers it alone.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -50,6 +52,15 @@ struct ReplicationGroup {
     std::uint32_t learner = 0;  // the only source allowed to send to the group
     std::uint32_t max_members = 0;
     std::vector<GroupMember> members;
+    // (worker_id, index into members), sorted by worker_id: a CREDIT_BATCH entry's member in
+    // O(log n). Rebuilt on every change of members (joins are rare; reserved, no allocation).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> by_worker;
+
+    const GroupMember* member_by_worker(std::uint32_t worker_id) const noexcept {
+        const auto it = std::lower_bound(by_worker.begin(), by_worker.end(), worker_id,
+                                         [](const auto& e, std::uint32_t id) { return e.first < id; });
+        return it != by_worker.end() && it->first == worker_id ? &members[it->second] : nullptr;
+    }
 };
 
 // The bytes of a frame up to the end of its Shesha header: what each copy gets of its own.
@@ -68,6 +79,7 @@ public:
                 g.learner = c.model_replication->learner;
                 g.max_members = c.model_replication->max_members;
                 g.members.reserve(g.max_members);
+                g.by_worker.reserve(g.max_members);
                 groups_.push_back(std::move(g));
             }
     }
@@ -150,6 +162,33 @@ public:
         be::store32(header + meta.shesha_offset + proto::off::kWorkerId, m.worker_id);
     }
 
+    // The size of the CREDIT one entry of a CREDIT_BATCH (classified as meta) becomes.
+    static std::uint32_t credit_copy_len(const PacketMeta& meta) noexcept {
+        return replica_header_len(meta) + static_cast<std::uint32_t>(proto::kCreditBodySize);
+    }
+
+    // Writes into out (credit_copy_len(meta) bytes) the CREDIT of entry i of the CREDIT_BATCH
+    // `batch` for member m. Returns false, writing nothing useful, if the entry's flags are not a
+    // CREDIT's. decode() has checked that the batch holds entry i.
+    static bool credit_copy(std::uint8_t* out, const std::uint8_t* batch, const PacketMeta& meta, std::uint32_t i,
+                            const GroupMember& m) noexcept {
+        const std::uint32_t header_len = replica_header_len(meta);
+        const std::uint8_t* entry = batch + header_len + i * proto::kCreditBatchEntrySize;
+        const std::uint8_t flags = entry[4];
+        if ((flags & ~proto::flag::kCongestionEcho) != 0) return false;
+        std::memcpy(out, batch, header_len);
+        const std::uint32_t len = header_len + static_cast<std::uint32_t>(proto::kCreditBodySize);
+        be::store16(out + meta.l3_offset + 2, static_cast<std::uint16_t>(len - meta.l3_offset));
+        be::store16(out + meta.l4_offset + 4, static_cast<std::uint16_t>(len - meta.l4_offset));
+        std::uint8_t* shesha = out + meta.shesha_offset;
+        shesha[proto::off::kType] = static_cast<std::uint8_t>(proto::MsgType::Credit);
+        shesha[proto::off::kFlags] = flags;
+        be::store16(shesha + proto::off::kElemCount, 0);
+        rewrite(out, meta, m);  // addresses, IPv4 checksum (after the length), worker_id
+        std::memcpy(out + header_len, entry + 8, proto::kCreditBodySize);
+        return true;
+    }
+
     const std::vector<ReplicationGroup>& groups() const noexcept { return groups_; }
 
 private:
@@ -162,11 +201,18 @@ private:
                 if (e.mac_key == m.mac_key && e.ip == m.ip && e.udp_port == m.udp_port && e.worker_id == m.worker_id)
                     return Added::Same;
                 e = m;
+                index_by_worker(g);
                 return Added::Changed;
             }
         if (g.members.size() >= g.max_members) return Added::Full;
         g.members.push_back(m);  // reserved for max_members: no allocation
+        index_by_worker(g);
         return Added::Changed;
+    }
+    static void index_by_worker(ReplicationGroup& g) noexcept {
+        g.by_worker.clear();
+        for (std::uint32_t i = 0; i < g.members.size(); ++i) g.by_worker.emplace_back(g.members[i].worker_id, i);
+        std::sort(g.by_worker.begin(), g.by_worker.end());
     }
     void journal(const ReplicationGroup& g, const GroupMember& m) noexcept {
         if (!journaling_ || n_journal_ == journal_.size()) return;  // the resync covers an overflow

@@ -4,7 +4,9 @@
 # `learner.model_delivery: replicated` and the switch's `model_replication` for the cluster. Both
 # runs must reach the target; with replication the switch must make the copies (joins by model
 # request, copies per group chunk), the workers must adopt the replicated versions, and the learner
-# must send about a quarter of unicast's MODEL chunks per published version (4 workers).
+# must send about a quarter of unicast's MODEL chunks per published version (4 workers). A third
+# run adds `learner.credit_batching`: the learner's CREDITs leave as CREDIT_BATCHes to the group,
+# and the switch must hand each worker exactly the CREDITs the learner's entries name.
 # Needs root and network namespaces; exits 77 (skip) where they are unavailable.
 #
 # usage: test_model_replication_rack.sh SWITCH LEARNER WORKER SOURCE_DIR
@@ -38,6 +40,9 @@ sed -e "s/^  model_delivery: unicast /  model_delivery: replicated /" \
     -e "s/^  # model_group: 239.77.0.1 /  model_group: $GROUP /" "$UNICAST" > "$REPLICATED"
 grep -q "^  model_delivery: replicated" "$REPLICATED" && grep -q "^  model_group: $GROUP" "$REPLICATED" ||
     { fail "could not write the replicated cluster file"; exit 1; }
+BATCHED=$WORK/cluster-batched.yaml
+sed -e "s/^  model_group: $GROUP /  model_group: $GROUP\n  credit_batching: true /" "$REPLICATED" > "$BATCHED"
+grep -q "^  credit_batching: true" "$BATCHED" || { fail "could not write the batched cluster file"; exit 1; }
 
 run_arm() {  # run_arm NAME CLUSTER_YAML: one training run to the target, metrics in $WORK/NAME
     local name=$1 cfg=$2 w
@@ -64,6 +69,7 @@ run_arm() {  # run_arm NAME CLUSTER_YAML: one training run to the target, metric
 
 run_arm unicast "$UNICAST"
 run_arm replicated "$REPLICATED"
+run_arm batched "$BATCHED"
 
 U=$WORK/unicast/m/learner.json R=$WORK/replicated/m/learner.json S=$WORK/replicated/switch.json
 check "unicast: no group sends, the switch replicated nothing" \
@@ -95,6 +101,18 @@ print(f"MODEL chunks per published version: unicast {u:.2f} ({um['chunks_sent']}
 PY
 check "the learner's MODEL chunks per version fell to about a quarter (at most 0.4 of unicast's)" \
     "(lambda u, r: (r['chunks_sent'] + r['group_chunks_sent']) / r['versions_published'] <= 0.4 * (u['chunks_sent'] + u['group_chunks_sent']) / u['versions_published'])(j('$U', 'model'), j('$R', 'model'))"
+
+B=$WORK/batched/m/learner.json SB=$WORK/batched/switch.json
+echo "CREDIT fan-out: learner $(/usr/bin/python3 -c "import json; c=json.load(open('$B'))['credits']; print(c['batches'], 'batches,', c['messages'], 'CREDITs')"), switch $(/usr/bin/python3 -c "import json; r=json.load(open('$SB'))['replication']; print(r['credit_batches'], 'batches,', r['credit_copies'], 'copies')")"
+check "unicast CREDITs: no batches" "j('$R', 'credits.batches') == 0 and j('$S', 'replication.credit_batches') == 0"
+check "batched: the switch expanded every CREDIT_BATCH the learner sent" \
+    "j('$B', 'credits.batches') > 0 and j('$SB', 'replication.credit_batches') == j('$B', 'credits.batches')"
+check "batched: one CREDIT per entry, none lost, refused or misaddressed" \
+    "j('$SB', 'replication.credit_copies') == j('$B', 'credits.messages') and j('$SB', 'replication.credit_worker_unknown') == 0 and j('$SB', 'replication.credit_member_port_unknown') == 0 and j('$SB', 'replication.credit_bad_entry') == 0 and j('$SB', 'replication.credit_batch_not_member') == 0 and j('$SB', 'replication.credit_copy_failed') == 0"
+check "batched: the workers received exactly the CREDITs and units the learner sent" \
+    "sum(j('$WORK/batched/w%d.json' % w, 'credit.messages') for w in (1, 2, 3, 4)) == j('$B', 'credits.messages') and sum(j('$WORK/batched/w%d.json' % w, 'credit.units') for w in (1, 2, 3, 4)) == j('$B', 'credits.units')"
+check "batched: no credit timeouts at the workers" \
+    "sum(j('$WORK/batched/w%d.json' % w, 'credit.timeouts') for w in (1, 2, 3, 4)) == 0"
 
 echo
 [ "$failures" -eq 0 ] && { echo "model replication rack test: all checks passed"; exit 0; }

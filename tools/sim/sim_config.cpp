@@ -212,6 +212,7 @@ const std::map<std::string, Setter>& schema() {
         {"model.budget", uint_field(&Scenario::model_budget, 1, UINT32_MAX)},
         {"model.learner_nic_packets", uint_field(&Scenario::learner_nic_packets, 1, 1u << 24)},
         {"model.credit_priority", bool_field(&Scenario::credit_priority)},
+        {"model.credit_batching", bool_field(&Scenario::credit_batching)},
         {"output.sample_us", double_field(&Scenario::sample_us, 0.1, 1e9)},
         {"output.pool_max_packets", uint_field(&Scenario::pool_max_packets, 1024, 1u << 26)},
     };
@@ -291,6 +292,8 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
             bad(fmt::format("training.clusters lists {} cluster YAMLs but workload.clusters is {}", n, s.clusters));
         s.clusters = n;  // one cluster per YAML
     }
+    if (s.credit_batching && s.model_delivery != ModelDelivery::Replicated)
+        bad("model.credit_batching needs model.delivery replicated (the switch fans a batch out to the group's members)");
     if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))

@@ -128,6 +128,10 @@ struct Scenario {
     // The synthetic learners' learner.credit_priority (training runs take each cluster YAML's): CREDIT
     // with IP TOS 0x10, which the learner host's send queue (pfifo_fast) serves before MODEL.
     bool credit_priority = true;
+    // learner.credit_batching for every learner (with model.delivery replicated): a learner's CREDITs
+    // leave as CREDIT_BATCH datagrams to its group, which the switch fans out. Training runs also
+    // take it from each cluster YAML.
+    bool credit_batching = false;
 
     // training workload (workload.kind: training). Everything about the job (model, A3C, optimizer,
     // transport constants, learner and worker keys) comes from the cluster YAMLs, one per cluster.

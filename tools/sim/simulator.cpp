@@ -868,8 +868,7 @@ struct Simulator::Impl final : FeedbackSink {
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
         if (link.learner_port != kNoLink) count_learner_port(link, *p, d.frame_len, tx);
-        if (link.level == HopLevel::LearnerNic &&
-            p->frame[frame::kUdpPayloadOffset + proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Credit)) {
+        if (link.level == HopLevel::LearnerNic && is_credit(p->frame[frame::kUdpPayloadOffset + proto::off::kType])) {
             // How long CREDITs waited in the learner host's send queue (behind MODEL, unless served ahead).
             ++credit_waits;
             credit_wait_sum_ns += d.sojourn_ticks;
@@ -882,6 +881,13 @@ struct Simulator::Impl final : FeedbackSink {
         e.index = link_id;
         e.packet = p;
         schedule(e);
+    }
+
+    // CREDIT traffic: a CREDIT, or a CREDIT_BATCH on its way to the switch that fans it out.
+    std::array<std::uint8_t, transport::kCreditBatchBufferSize> batch_buf{};  // synthetic learners' CREDIT_BATCH
+    static bool is_credit(std::uint8_t type) noexcept {
+        return type == static_cast<std::uint8_t>(proto::MsgType::Credit) ||
+               type == static_cast<std::uint8_t>(proto::MsgType::CreditBatch);
     }
 
     // The learner port's bytes per direction, and its wire time inside [0, duration) (utilisation).
@@ -901,7 +907,7 @@ struct Simulator::Impl final : FeedbackSink {
         if (type == proto::MsgType::Model) {
             m.down_model_bytes += len;
             ++m.down_model_chunks;
-        } else if (type == proto::MsgType::Credit) {
+        } else if (is_credit(static_cast<std::uint8_t>(type))) {
             m.down_credit_bytes += len;
         }
     }
@@ -924,7 +930,7 @@ struct Simulator::Impl final : FeedbackSink {
             if (link.level == HopLevel::LearnerNic) {
                 ++sum.model.learner_nic_drops;
                 if (type == proto::MsgType::Model) ++sum.model.learner_nic_model_drops;
-                if (type == proto::MsgType::Credit) ++sum.model.learner_nic_credit_drops;
+                if (is_credit(static_cast<std::uint8_t>(type))) ++sum.model.learner_nic_credit_drops;
             }
             pool.free(p);
         }
@@ -1375,7 +1381,23 @@ struct Simulator::Impl final : FeedbackSink {
         const std::uint16_t c = m.hdr.cluster_id;
         heard_from(L, c, m.hdr.worker_id);
         const std::size_t n = L.planner ? L.planner->plan(m.hdr, L.published, L.grants) : 0;
-        for (std::size_t i = 0; i < n; ++i) {
+        if (replicated && sc.credit_batching) {
+            // learner.credit_batching: one CREDIT_BATCH per 56 grants to the group, fanned out by the switch.
+            proto::Header out;
+            out.cluster_id = c;
+            out.model_version = L.published;
+            out.ts_earliest_ns = m.hdr.ts_latest_ns;
+            out.ts_latest_ns = m.hdr.ts_latest_ns;
+            const std::uint32_t gip = group_ip(c);
+            transport::encode_credit_batches(out, std::span<const transport::CreditGrant>(L.grants.data(), n), batch_buf,
+                                             [&](std::span<const std::uint8_t> bytes) {
+                                                 proto::Message bm;
+                                                 if (proto::decode(bytes, bm) != proto::DecodeError::Ok) return;
+                                                 if (Packet* q = build_frame(learner_to(c, group_mac(gip), gip), bm.hdr, bm.payload))
+                                                     learner_send(L, q);
+                                             });
+        }
+        for (std::size_t i = 0; i < (replicated && sc.credit_batching ? 0 : n); ++i) {
             const transport::CreditGrant& g = L.grants[i];
             proto::Header out;
             out.type = proto::MsgType::Credit;
@@ -1424,6 +1446,9 @@ struct Simulator::Impl final : FeedbackSink {
             // The arm's model delivery: replicated sends to the group the simulated switch fans out.
             T.cfg.learner.model_delivery = replicated ? drl::ModelDelivery::Replicated : drl::ModelDelivery::Unicast;
             T.cfg.learner.model_group = replicated ? group_ip(c) : 0;
+            // model.credit_batching turns CREDIT fan-out on for every cluster (it needs the group).
+            if (sc.credit_batching) T.cfg.learner.credit_batching = replicated;
+            if (!replicated) T.cfg.learner.credit_batching = false;
             T.eval_seed = derive_worker_seed(sc.seed, drl::kEvaluationStream);
             // Evaluation takes no virtual time, so a finer cadence than the YAML's costs only wall time.
             T.eval_ns = std::max<std::uint64_t>(1, sc.eval_interval_ms > 0 ? to_ns(sc.eval_interval_ms * 1e6)
