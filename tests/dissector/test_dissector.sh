@@ -72,6 +72,7 @@ check "header fields" "$(cat <<'X'
 7|1|0x40|1|7|3|41|100|2|4|8|1|1700000000123456790|1700000000123456789|0|UnknownFlags
 8|||||||||||||||
 9|2|0x00|1|7|4294967295|41|100|0|1|2|1|1700000000123456789|1700000000123456789|0|
+10|5|0x00|0|7|0|43|100|0|1|2|1|1700000000400000000|1700000000400000000|0|
 X
 )" "$(fields frame.number shesha.type shesha.flags shesha.elem_type shesha.cluster shesha.worker \
       shesha.model_version shesha.seq shesha.chunk_index shesha.chunk_count shesha.elem_count \
@@ -129,7 +130,7 @@ check "malformed filter" "6,7" "$(run_tshark -Y '_ws.expert.group == "Malformed"
 
 # Wireshark's own checksum code agrees with frame::build_udp_frame (1 = good, 3 = not present:
 # frame 2 had its UDP checksum cleared as the switch does after a merge).
-check "IP/UDP checksums" "$(printf '1|1\n1|3\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1')" \
+check "IP/UDP checksums" "$(printf '1|1\n1|3\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1\n1|1')" \
     "$(run_tshark -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE -T fields -E separator='|' \
        -e ip.checksum.status -e udp.checksum.status)"
 
@@ -140,6 +141,11 @@ check "port preference" "$(printf '1|\n8|777')" \
 # A MODEL to a cluster's group (replicated delivery): worker 0xFFFFFFFF is shown as every member.
 check "group MODEL" "MODEL cluster=7 worker=every v=41 seq=100 chunk=0/1 elems=2 contrib=1" \
     "$(run_tshark -T fields -e _ws.col.Info | sed -n 9p)"
+
+# A CREDIT_BATCH to the group: its entries, each with the CREDIT body fields.
+check "CREDIT_BATCH" "CREDIT_BATCH cluster=7 worker=0 v=43 seq=100 entries=2" "$(run_tshark -T fields -e _ws.col.Info | sed -n 10p)"
+check "CREDIT_BATCH entries" "2,1|501,777|43,43|1,0" \
+    "$(fields shesha.credit.credits shesha.credit.acked_seq shesha.credit.learner_version shesha.credit.ce_count | sed -n 10p)"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed"

@@ -1,5 +1,5 @@
 // Writes a small classic-libpcap capture with one frame of each Shesha message type, two malformed
-// messages, one Shesha message sent to another port and one MODEL to a multicast group. Used to test tools/wireshark/shesha.lua
+// messages, one Shesha message sent to another port, one MODEL and one CREDIT_BATCH to a multicast group. Used to test tools/wireshark/shesha.lua
 // (tests/dissector/test_dissector.sh asserts the decoded values) and as a sample for humans.
 //
 // Usage: shesha-pcap-example OUT.pcap
@@ -244,6 +244,32 @@ int main(int argc, char** argv) {
         std::uint8_t body[8];
         put_f32_le(body, 0.5F);
         put_f32_le(body + 4, -2.0F);
+        std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + sizeof body);
+        len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
+        buf.resize(frame::kUdpPayloadOffset + len);
+        frame::Endpoints ep = endpoints();
+        ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
+        ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
+        if (frame::build_udp_frame(ep, len, buf) != buf.size()) {
+            std::fprintf(stderr, "build_udp_frame failed\n");
+            return 1;
+        }
+        pcap.write(buf);
+    }
+    // 10. A CREDIT_BATCH to the same group (learner.credit_batching): CREDITs for workers 3 and 4,
+    //     the first echoing congestion; a Shesha switch sends each worker its own CREDIT.
+    {
+        proto::Header h;
+        h.type = proto::MsgType::CreditBatch;
+        h.elem_type = proto::ElemType::None;
+        h.cluster_id = 7;
+        h.model_version = 43;
+        h.seq = 100;
+        h.elem_count = 2;
+        h.ts_earliest_ns = h.ts_latest_ns = 1700000000400000000ull;
+        std::uint8_t body[2 * proto::kCreditBatchEntrySize];
+        proto::encode_credit_batch_entry({3, proto::flag::kCongestionEcho, {2, 501, 43, 1}}, body);
+        proto::encode_credit_batch_entry({4, 0, {1, 777, 43, 0}}, std::span(body).subspan(proto::kCreditBatchEntrySize));
         std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + sizeof body);
         len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
         buf.resize(frame::kUdpPayloadOffset + len);

@@ -18,7 +18,9 @@ local FEEDBACK_BODY = 24
 
 local shesha = Proto("shesha", "Shesha in-network gradient aggregation")
 
-local msg_types = { [1] = "GRADIENT", [2] = "MODEL", [3] = "CREDIT", [4] = "FEEDBACK" }
+local msg_types = { [1] = "GRADIENT", [2] = "MODEL", [3] = "CREDIT", [4] = "FEEDBACK", [5] = "CREDIT_BATCH" }
+local BATCH_ENTRY = 24       -- CREDIT_BATCH: worker_id, flags, 3 reserved, CREDIT body
+local MAX_BATCH_ENTRIES = 56
 local elem_types = { [0] = "NONE", [1] = "F32", [2] = "BF16" }
 
 local f = {
@@ -123,6 +125,17 @@ local function dissect_credit(tvb, tree, o)
                          tvb(o + 8, 4):uint(), tvb(o + 12, 4):uint())
 end
 
+local function dissect_credit_batch(tvb, tree, o, entries)
+    local t = tree:add(shesha, tvb(o, entries * BATCH_ENTRY), string.format("Credit batch (%d entries)", entries))
+    for i = 0, entries - 1 do
+        local e = o + i * BATCH_ENTRY
+        local sub = t:add(shesha, tvb(e, BATCH_ENTRY),
+                          string.format("[%d] worker %d flags 0x%02x", i, tvb(e, 4):uint(), tvb(e + 4, 1):uint()))
+        dissect_credit(tvb, sub, e + 8)
+    end
+    return string.format(" entries=%d", entries)
+end
+
 local function dissect_feedback(tvb, tree, o)
     local t = tree:add(shesha, tvb(o, FEEDBACK_BODY), "Feedback")
     t:add(f.fb_port, tvb(o, 2))
@@ -214,6 +227,8 @@ function shesha.dissector(tvb, pinfo, tree)
     if elem_count > MAX_ELEMENTS then fail(i_elem_count, "TooManyElements", "more than " .. MAX_ELEMENTS .. " elements") end
     if (mtype == 3 or mtype == 4) and elem_count ~= 0 then
         fail(i_elem_count, "LengthMismatch", msg_types[mtype] .. " carries no elements")
+    elseif mtype == 5 and (elem_count == 0 or elem_count > MAX_BATCH_ENTRIES) then
+        fail(i_elem_count, "LengthMismatch", "CREDIT_BATCH carries 1.." .. MAX_BATCH_ENTRIES .. " entries")
     end
     if contrib == 0 then
         fail(i_contrib, "BadContribCount", "contribution count 0")
@@ -226,8 +241,8 @@ function shesha.dissector(tvb, pinfo, tree)
         if elem_size(et) ~= 0 and body_len ~= need then
             fail(root, "LengthMismatch", string.format("%d body bytes, %d elements need %d", body_len, elem_count, need))
         end
-    elseif mtype == 3 or mtype == 4 then
-        local need = (mtype == 3) and CREDIT_BODY or FEEDBACK_BODY
+    elseif mtype == 3 or mtype == 4 or mtype == 5 then
+        local need = (mtype == 3) and CREDIT_BODY or ((mtype == 4) and FEEDBACK_BODY or elem_count * BATCH_ENTRY)
         if body_len < need then
             fail(root, "ShortPacket", string.format("%s body is %d bytes, needs %d", msg_types[mtype], body_len, need))
         elseif body_len > need then
@@ -245,6 +260,8 @@ function shesha.dissector(tvb, pinfo, tree)
         info = info .. dissect_credit(tvb, root, HEADER_SIZE)
     elseif mtype == 4 and body_len >= FEEDBACK_BODY then
         info = info .. dissect_feedback(tvb, root, HEADER_SIZE)
+    elseif mtype == 5 and #errors == 0 then
+        info = info .. dissect_credit_batch(tvb, root, HEADER_SIZE, elem_count)
     end
     local names = {}
     if flags % 2 == 1 then names[#names + 1] = "MERGED" end
