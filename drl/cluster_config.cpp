@@ -200,8 +200,9 @@ void read_learner(const Reader& r, const Value& v, LearnerConfig& l) {
     }
     if (auto x = map.get("credit_priority")) l.credit_priority = r.boolean(*x);
     if (auto x = map.get("credit_batching")) {
-        l.credit_batching = r.boolean(*x);
-        if (l.credit_batching && l.model_delivery != ModelDelivery::Replicated)
+        const bool is_auto = x->node.IsScalar() && yaml::trim(x->node.Scalar()) == "auto";
+        l.credit_batching = is_auto ? CreditBatching::Auto : r.boolean(*x) ? CreditBatching::On : CreditBatching::Off;
+        if (l.credit_batching == CreditBatching::On && l.model_delivery != ModelDelivery::Replicated)
             r.fail(*x, "learner.credit_batching needs learner.model_delivery: replicated (the switch expands a batch "
                        "for the members of the cluster's MODEL group)");
     }

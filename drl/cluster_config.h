@@ -75,6 +75,10 @@ enum class ModelDelivery : std::uint8_t {
     Replicated,  // one copy of every chunk to model_group; a Shesha switch fans it out to the members
 };
 
+// Whether the learner's CREDITs leave as CREDIT_BATCHes to model_group (docs/transport.md, "CREDIT
+// fan-out"). Auto: with replicated delivery, whose Shesha switch knows the group's members.
+enum class CreditBatching : std::uint8_t { Auto, On, Off };
+
 // worker_id of a MODEL chunk sent to the cluster's group: "every member" (the switch rewrites it).
 inline constexpr std::uint32_t kEveryWorker = 0xFFFFFFFFu;
 
@@ -108,9 +112,13 @@ struct LearnerConfig {
     // The CREDITs owed for one received chunk leave as CREDIT_BATCH datagrams to model_group (up to
     // 56 CREDITs each), which a Shesha switch expands into one CREDIT per worker (docs/transport.md,
     // "CREDIT fan-out"). Needs model_delivery replicated: the switch knows the members from the
-    // group. Off: one CREDIT datagram per worker.
-    bool credit_batching = false;
+    // group. Off: one CREDIT datagram per worker. Auto (the default): on with replicated delivery.
+    CreditBatching credit_batching = CreditBatching::Auto;
 };
+
+inline bool batches_credits(const LearnerConfig& l) noexcept {
+    return l.model_delivery == ModelDelivery::Replicated && l.credit_batching != CreditBatching::Off;
+}
 
 struct WorkerConfig {
     std::uint32_t max_updates_per_version = 0;  // gradients per adopted model; 0: no limit

@@ -1215,12 +1215,12 @@ TEST_CASE("learner: unicast delivery ignores a configured group: one copy per ac
 }
 
 TEST_CASE("learner: credit_batching sends a chunk's CREDITs as one CREDIT_BATCH to the group, entry for entry") {
-    const auto batching = [](drl::ClusterConfig& c) {
+    const auto unbatched = [](drl::ClusterConfig& c) {
         replicated(c);
-        c.learner.credit_batching = true;
+        c.learner.credit_batching = drl::CreditBatching::Off;
     };
-    LearnerFixture one_by_one(false, drl::MergedSteps::One, replicated);
-    LearnerFixture batched(false, drl::MergedSteps::One, batching);
+    LearnerFixture one_by_one(false, drl::MergedSteps::One, unbatched);
+    LearnerFixture batched(false, drl::MergedSteps::One, replicated);  // on by default with replicated delivery
     const auto merged = [] {
         auto h = gradient_header(1, 3, 2, 1);
         h.flags = proto::flag::kMerged | proto::flag::kCongestionExperienced;
@@ -1277,12 +1277,18 @@ TEST_CASE("learner: credit_batching sends a chunk's CREDITs as one CREDIT_BATCH 
     CHECK(learner::datagram_tos(batched.config.learner, bytes) == learner::kCreditTos);
 }
 
-TEST_CASE("cluster config: learner.credit_batching needs replicated delivery; errors name the key") {
-    CHECK_FALSE(drl::parse_cluster_config("env: CartPole-v1\n", "t.yaml").learner.credit_batching);
-    CHECK(drl::parse_cluster_config("env: CartPole-v1\nlearner: {model_delivery: replicated, model_group: 239.77.0.1, "
-                                    "credit_batching: true}\n",
-                                    "t.yaml")
-              .learner.credit_batching);
+TEST_CASE("cluster config: learner.credit_batching, auto by default (on with replicated delivery); errors name the key") {
+    const auto learner_of = [](const std::string& l) {
+        return drl::parse_cluster_config("env: CartPole-v1\nlearner: {" + l + "}\n", "t.yaml").learner;
+    };
+    const std::string group = "model_delivery: replicated, model_group: 239.77.0.1";
+    CHECK(learner_of("").credit_batching == drl::CreditBatching::Auto);
+    CHECK_FALSE(drl::batches_credits(learner_of("")));  // unicast delivery: no group to fan out from
+    CHECK(drl::batches_credits(learner_of(group)));
+    CHECK(learner_of(group + ", credit_batching: auto").credit_batching == drl::CreditBatching::Auto);
+    CHECK(learner_of(group + ", credit_batching: true").credit_batching == drl::CreditBatching::On);
+    CHECK_FALSE(drl::batches_credits(learner_of(group + ", credit_batching: false")));
+    CHECK_FALSE(drl::batches_credits(learner_of("credit_batching: false")));
     const std::string unicast = error_of("env: CartPole-v1\nlearner: {credit_batching: true}\n");
     CHECK(unicast.find("learner.credit_batching: learner.credit_batching needs learner.model_delivery: replicated") !=
           std::string::npos);

@@ -258,7 +258,10 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK(load_scenario("", "f.yaml").model_delivery == ModelDelivery::Unicast);
     CHECK(load_scenario("model: {delivery: replicated}\n", "f.yaml").model_delivery == ModelDelivery::Replicated);
     CHECK_THAT(error_of("model: {credit_batching: true}\n"), Catch::Contains("model.credit_batching needs model.delivery replicated"));
-    CHECK(load_scenario("model: {delivery: replicated, credit_batching: true}\n", "f.yaml").credit_batching);
+    CHECK(load_scenario("model: {delivery: replicated, credit_batching: true}\n", "f.yaml").credit_batching == shesha::drl::CreditBatching::On);
+    CHECK(load_scenario("model: {delivery: unicast, credit_batching: false}\n", "f.yaml").credit_batching == shesha::drl::CreditBatching::Off);
+    CHECK(load_scenario("model: {delivery: replicated}\n", "f.yaml").credit_batching == shesha::drl::CreditBatching::Auto);
+    CHECK_THAT(error_of("model: {credit_batching: yes}\n"), Catch::Contains("model.credit_batching"));
     CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
                Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
     CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
@@ -339,7 +342,9 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
     constexpr std::uint64_t kRequest = 42 + 48;         // a model request: header only
     constexpr std::uint64_t kCredit = 42 + 48 + 16;     // a CREDIT: header + body
     const Summary uni = run(model_by_hand("unicast"));
-    const Summary rep = run(model_by_hand("replicated"));
+    Scenario rep_scenario = model_by_hand("replicated");
+    rep_scenario.credit_batching = shesha::drl::CreditBatching::Off;  // one CREDIT frame each, as unicast (fan-out: below)
+    const Summary rep = run(rep_scenario);
     for (const Summary* r : {&uni, &rep}) {
         const ModelTraffic& m = r->model;
         CHECK(m.requests_sent == 3);
@@ -389,10 +394,13 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
 
 TEST_CASE("model.credit_batching: each chunk's CREDITs as one CREDIT_BATCH to the group, fanned out by the switch") {
     constexpr std::uint64_t kBatch = 42 + 48 + 24;  // a CREDIT_BATCH of one entry: header + entry
-    const Summary rep = run(model_by_hand("replicated"));
-    Scenario s = model_by_hand("replicated");
-    s.credit_batching = true;
-    const Summary bat = run(s);
+    Scenario unbatched = model_by_hand("replicated");
+    unbatched.credit_batching = shesha::drl::CreditBatching::Off;
+    const Summary rep = run(unbatched);
+    const Summary bat = run(model_by_hand("replicated"));  // on by default with replicated delivery
+    Scenario forced = model_by_hand("replicated");
+    forced.credit_batching = shesha::drl::CreditBatching::On;
+    CHECK(run(forced).model.down_credit_bytes == bat.model.down_credit_bytes);
     using shesha::core::SwitchCounter;
     // FIFO ports: each chunk is credited to its own sender, so six batches of one entry each, and the
     // switch hands each worker the CREDIT it would have had: the same run otherwise.
@@ -414,7 +422,7 @@ TEST_CASE("model.credit_batching: each chunk's CREDITs as one CREDIT_BATCH to th
             "links: {host_gbps: 100, learner_gbps: 10, prop_ns: 500}\n"
             "queue: {capacity_packets: 512, mark_depth_packets: 32}\nmodel: {delivery: replicated}\n",
             "test");
-        x.credit_batching = batching;
+        x.credit_batching = batching ? shesha::drl::CreditBatching::Auto : shesha::drl::CreditBatching::Off;
         return run(x);
     };
     const Summary one = study(false), many = study(true);

@@ -418,7 +418,7 @@ void LearnerCore::send_credits(const proto::Header& h) {
     out.elem_count = 0;
     out.ts_earliest_ns = h.ts_latest_ns;
     out.ts_latest_ns = h.ts_latest_ns;
-    if (config_.learner.credit_batching) {
+    if (drl::batches_credits(config_.learner)) {
         // Only workers the learner knows, as below; the switch finds each one's port by its join.
         std::size_t kept = 0;
         for (std::size_t i = 0; i < n; ++i)

@@ -526,7 +526,7 @@ private:
         const ReplicationGroup* g = replication_.group_at(meta.dst_ip);
         if (g == nullptr) return false;
         pass.cursor.close();
-        if (!ReplicationStage::admit(*g, meta) || Io::multi_segment(m)) {
+        if (!ReplicationStage::admit(*g, meta)) {  // (multi-segment frames never classify as CreditBatch)
             egress_.add(SwitchCounter::CreditBatchNotMember);
             io_.free(m);
             return true;

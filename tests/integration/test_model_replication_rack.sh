@@ -4,9 +4,10 @@
 # `learner.model_delivery: replicated` and the switch's `model_replication` for the cluster. Both
 # runs must reach the target; with replication the switch must make the copies (joins by model
 # request, copies per group chunk), the workers must adopt the replicated versions, and the learner
-# must send about a quarter of unicast's MODEL chunks per published version (4 workers). A third
-# run adds `learner.credit_batching`: the learner's CREDITs leave as CREDIT_BATCHes to the group,
-# and the switch must hand each worker exactly the CREDITs the learner's entries name.
+# must send about a quarter of unicast's MODEL chunks per published version (4 workers). The
+# replicated run sets `learner.credit_batching: false`; a third run keeps its default (on with
+# replicated delivery): the learner's CREDITs leave as CREDIT_BATCHes to the group, and the switch
+# must hand each worker exactly the CREDITs the learner's entries name.
 # Needs root and network namespaces; exits 77 (skip) where they are unavailable.
 #
 # usage: test_model_replication_rack.sh SWITCH LEARNER WORKER SOURCE_DIR
@@ -40,9 +41,10 @@ sed -e "s/^  model_delivery: unicast /  model_delivery: replicated /" \
     -e "s/^  # model_group: 239.77.0.1 /  model_group: $GROUP /" "$UNICAST" > "$REPLICATED"
 grep -q "^  model_delivery: replicated" "$REPLICATED" && grep -q "^  model_group: $GROUP" "$REPLICATED" ||
     { fail "could not write the replicated cluster file"; exit 1; }
-BATCHED=$WORK/cluster-batched.yaml
-sed -e "s/^  model_group: $GROUP /  model_group: $GROUP\n  credit_batching: true /" "$REPLICATED" > "$BATCHED"
-grep -q "^  credit_batching: true" "$BATCHED" || { fail "could not write the batched cluster file"; exit 1; }
+BATCHED=$REPLICATED  # learner.credit_batching: auto, the default: on with replicated delivery
+UNBATCHED=$WORK/cluster-unbatched.yaml
+sed -e "s/^  model_group: $GROUP /  model_group: $GROUP\n  credit_batching: false /" "$REPLICATED" > "$UNBATCHED"
+grep -q "^  credit_batching: false" "$UNBATCHED" || { fail "could not write the unbatched cluster file"; exit 1; }
 
 run_arm() {  # run_arm NAME CLUSTER_YAML: one training run to the target, metrics in $WORK/NAME
     local name=$1 cfg=$2 w
@@ -68,7 +70,7 @@ run_arm() {  # run_arm NAME CLUSTER_YAML: one training run to the target, metric
 }
 
 run_arm unicast "$UNICAST"
-run_arm replicated "$REPLICATED"
+run_arm replicated "$UNBATCHED"
 run_arm batched "$BATCHED"
 
 U=$WORK/unicast/m/learner.json R=$WORK/replicated/m/learner.json S=$WORK/replicated/switch.json

@@ -153,8 +153,11 @@ def test_plan_uses_the_large_configs_from_large_from(tmp_path, source_root):
     assert "workload.cluster_workers=32,32" in fifo and "model.delivery=replicated" in fifo
     assert f"links.learner_gbps={by_size[64]['port_gbps']:.4f}" in fifo
     assert "queue.capacity_packets=128" in fifo and "queue.version_tolerance=2" in fifo
-    assert fifo[-4:] == sim_scale.SIM_ARMS["fifo"] and shesha[-4:] == sim_scale.SIM_ARMS["shesha"]
+    assert fifo[-5:] == sim_scale.SIM_ARMS["fifo"] and shesha[-4:] == sim_scale.SIM_ARMS["shesha"]
     assert "transport.window_control=false" in fifo and "queue.fair=true" in shesha
+    # CREDIT fan-out (on by default with replicated MODEL) behind full Shesha only: a plain ToR cannot
+    # expand a batch.
+    assert fifo[-1] == "model.credit_batching=false" and not any("credit_batching" in x for x in shesha)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -28,9 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import plot_sim  # noqa: E402
 
+# fifo and merge are a plain ToR and a switch that only merges: neither fans out CREDIT_BATCHes
+# (model.credit_batching=false; it matters only with --delivery replicated, where it is on by default).
 ARMS = {
-    "fifo": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false"],
-    "merge": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false"],
+    "fifo": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false",
+             "model.credit_batching=false"],
+    "merge": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=false", "transport.switch_feedback=false",
+              "model.credit_batching=false"],
     "fifo+window+fb": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=true", "transport.switch_feedback=true"],
     "merge+window+fb": ["queue.aggregation=true", "queue.fair=false", "transport.window_control=true", "transport.switch_feedback=true"],
     # Per-cluster fair queues on every switch port (DRR in packets, docs/queue.md).
@@ -104,6 +108,12 @@ ARMS["shipped+lag+expiry"] = ["queue.fair=true", "queue.fair_lag=32", "transport
 # in every study before 2026-12-05's credit priority.
 ARMS["shipped-nocreditprio"] = ["model.credit_priority=false"]
 ARMS["merge-nocreditprio"] = ARMS["merge"] + ["model.credit_priority=false"]
+# CREDIT fan-out (learner.credit_batching, on by default with --delivery replicated): a learner's
+# CREDITs for one chunk leave as one CREDIT_BATCH to its group, which the switch turns into one CREDIT
+# per worker (docs/transport.md, "CREDIT fan-out"). The shipped arm without it (as before 2026-12-06's
+# sixteenth stop) and, as an ablation, merging alone with it.
+ARMS["shipped-cb"] = ["model.credit_batching=false"]
+ARMS["merge+cb"] = ARMS["merge"][:-1] + ["model.credit_batching=true"]
 # shesha-lag plus chunk following in the fair queues (docs/queue.md, "Chunk following"): after a
 # merged head, the waiting packets of its chunk (newer versions) leave next within the cluster's
 # queue. merge+lag+follow: the same queues without window control (ablation).

@@ -212,7 +212,13 @@ const std::map<std::string, Setter>& schema() {
         {"model.budget", uint_field(&Scenario::model_budget, 1, UINT32_MAX)},
         {"model.learner_nic_packets", uint_field(&Scenario::learner_nic_packets, 1, 1u << 24)},
         {"model.credit_priority", bool_field(&Scenario::credit_priority)},
-        {"model.credit_batching", bool_field(&Scenario::credit_batching)},
+        {"model.credit_batching",
+         [](Scenario& s, const std::string& k, const FlatValue& v) {
+             if (v.text == "auto") s.credit_batching = drl::CreditBatching::Auto;
+             else if (v.text == "true") s.credit_batching = drl::CreditBatching::On;
+             else if (v.text == "false") s.credit_batching = drl::CreditBatching::Off;
+             else fail(k, v, "expected auto, true or false");
+         }},
         {"output.sample_us", double_field(&Scenario::sample_us, 0.1, 1e9)},
         {"output.pool_max_packets", uint_field(&Scenario::pool_max_packets, 1024, 1u << 26)},
     };
@@ -292,7 +298,7 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
             bad(fmt::format("training.clusters lists {} cluster YAMLs but workload.clusters is {}", n, s.clusters));
         s.clusters = n;  // one cluster per YAML
     }
-    if (s.credit_batching && s.model_delivery != ModelDelivery::Replicated)
+    if (s.credit_batching == drl::CreditBatching::On && s.model_delivery != ModelDelivery::Replicated)
         bad("model.credit_batching needs model.delivery replicated (the switch fans a batch out to the group's members)");
     if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");

@@ -5,6 +5,8 @@
 // The schema is documented in configs/sim-tor.yaml and docs/simulation.md.
 #pragma once
 
+#include "cluster_config.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -128,10 +130,11 @@ struct Scenario {
     // The synthetic learners' learner.credit_priority (training runs take each cluster YAML's): CREDIT
     // with IP TOS 0x10, which the learner host's send queue (pfifo_fast) serves before MODEL.
     bool credit_priority = true;
-    // learner.credit_batching for every learner (with model.delivery replicated): a learner's CREDITs
-    // leave as CREDIT_BATCH datagrams to its group, which the switch fans out. Training runs also
-    // take it from each cluster YAML.
-    bool credit_batching = false;
+    // learner.credit_batching for every learner: a learner's CREDITs leave as CREDIT_BATCH datagrams
+    // to its group, which the switch fans out. Auto (the default): on with model.delivery replicated,
+    // and training runs take each cluster YAML's key (whose auto is the same rule); true (needs
+    // replicated) or false decide for every learner.
+    drl::CreditBatching credit_batching = drl::CreditBatching::Auto;
 
     // training workload (workload.kind: training). Everything about the job (model, A3C, optimizer,
     // transport constants, learner and worker keys) comes from the cluster YAMLs, one per cluster.

@@ -1381,7 +1381,8 @@ struct Simulator::Impl final : FeedbackSink {
         const std::uint16_t c = m.hdr.cluster_id;
         heard_from(L, c, m.hdr.worker_id);
         const std::size_t n = L.planner ? L.planner->plan(m.hdr, L.published, L.grants) : 0;
-        if (replicated && sc.credit_batching) {
+        const bool batching = replicated && sc.credit_batching != drl::CreditBatching::Off;
+        if (batching) {
             // learner.credit_batching: one CREDIT_BATCH per 56 grants to the group, fanned out by the switch.
             proto::Header out;
             out.cluster_id = c;
@@ -1397,7 +1398,7 @@ struct Simulator::Impl final : FeedbackSink {
                                                      learner_send(L, q);
                                              });
         }
-        for (std::size_t i = 0; i < (replicated && sc.credit_batching ? 0 : n); ++i) {
+        for (std::size_t i = 0; i < (batching ? 0 : n); ++i) {
             const transport::CreditGrant& g = L.grants[i];
             proto::Header out;
             out.type = proto::MsgType::Credit;
@@ -1446,9 +1447,8 @@ struct Simulator::Impl final : FeedbackSink {
             // The arm's model delivery: replicated sends to the group the simulated switch fans out.
             T.cfg.learner.model_delivery = replicated ? drl::ModelDelivery::Replicated : drl::ModelDelivery::Unicast;
             T.cfg.learner.model_group = replicated ? group_ip(c) : 0;
-            // model.credit_batching turns CREDIT fan-out on for every cluster (it needs the group).
-            if (sc.credit_batching) T.cfg.learner.credit_batching = replicated;
-            if (!replicated) T.cfg.learner.credit_batching = false;
+            // model.credit_batching true or false decides for every cluster; auto leaves the YAML's.
+            if (sc.credit_batching != drl::CreditBatching::Auto) T.cfg.learner.credit_batching = sc.credit_batching;
             T.eval_seed = derive_worker_seed(sc.seed, drl::kEvaluationStream);
             // Evaluation takes no virtual time, so a finer cadence than the YAML's costs only wall time.
             T.eval_ns = std::max<std::uint64_t>(1, sc.eval_interval_ms > 0 ? to_ns(sc.eval_interval_ms * 1e6)

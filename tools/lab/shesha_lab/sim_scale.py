@@ -66,14 +66,17 @@ AT_SCALE_TEMPLATE = {
 }
 MAX_WORKERS = 4096
 
-SIM_ARMS = {  # the lab's two ends: a plain ToR against full Shesha
+# The lab's two ends: a plain ToR against full Shesha. With replicated MODEL full Shesha's learners
+# send CREDIT_BATCHes that its switch fans out (learner.credit_batching, on by default then); a plain
+# ToR cannot, so the FIFO arm's learners send one CREDIT per worker.
+SIM_ARMS = {
     "fifo": ["queue.aggregation=false", "queue.fair=false", "transport.window_control=false",
-             "transport.switch_feedback=false"],
+             "transport.switch_feedback=false", "model.credit_batching=false"],
     "shesha": ["queue.aggregation=true", "queue.fair=true", "transport.window_control=true",
                "transport.switch_feedback=true"],
 }
 ARM_LABELS = {"fifo": "FIFO (no merging, FIFO port, windows open, no FEEDBACK)",
-              "shesha": "full Shesha (merging, DRR fair shares, windows, FEEDBACK)"}
+              "shesha": "full Shesha (merging, DRR fair shares, windows, FEEDBACK; CREDIT fan-out with replicated MODEL)"}
 
 # Observation and action sizes of the environments the simulator trains (drl/envs), to count a
 # model's parameters, hence its chunks, before a run (the run's training.csv is checked against it).
@@ -645,7 +648,9 @@ def at_scale_lines(plan, results, plot_file=None):
              + "(every worker computing at its rate: a gradient per "
              f"n_steps x {at_scale['step_us']:g} us + {at_scale['update_us']:g} us of virtual compute, at most "
              "`worker.max_updates_per_version` per published version, every chunk a frame on the wire). "
-             f"Workers' links {at_scale['host_gbps']:g} Gbit/s; MODEL {at_scale['model_delivery']} in both arms; the "
+             f"Workers' links {at_scale['host_gbps']:g} Gbit/s; MODEL {at_scale['model_delivery']} in both arms"
+             + ("; CREDIT as CREDIT_BATCHes that the switch fans out behind full Shesha, one per worker behind FIFO"
+                if at_scale["model_delivery"] == "replicated" else "") + "; the "
              "switch's queue, marking and version tolerance are the scenario's. "
              f"{ARM_LABELS['fifo']} against {ARM_LABELS['shesha']}. Each job stops at its own target "
              f"(`training.stop_at_target: cluster`); evaluations every {at_scale['eval_interval_ms']:g} ms of virtual "
