@@ -493,15 +493,8 @@ private:
         const std::uint32_t header_len = replica_header_len(meta);
         StageCursor<Handle> cursor(false);
         for (const GroupMember& member : g->members) {
-            const std::uint16_t out = l2_.lookup(member.mac_key, now);
-            if (out == kNoPort) {
-                egress_.add(SwitchCounter::ModelMemberPortUnknown);
-                continue;
-            }
-            if (out == meta.in_port) {  // never back out of the learner's own port
-                ports_[meta.in_port]->tx.add(PortCounter::Filtered);
-                continue;
-            }
+            const std::uint16_t out = member_port(member, meta, now, SwitchCounter::ModelMemberPortUnknown);
+            if (out == kNoPort) continue;
             std::uint8_t* header = nullptr;
             const Handle copy = io_.replicate(m, header_len, &header);
             if (!copy) [[unlikely]] {
@@ -517,6 +510,20 @@ private:
         cursor.close();
         io_.free(m);
         return true;
+    }
+
+    // The port a copy for a group member leaves by, from the FDB now; kNoPort, counted, for a member
+    // the FDB does not know (never flooded) and for one behind the learner's own port.
+    std::uint16_t member_port(const GroupMember& member, const PacketMeta& meta, std::uint64_t now,
+                              SwitchCounter unknown) noexcept {
+        const std::uint16_t out = l2_.lookup(member.mac_key, now);
+        if (out == kNoPort) {
+            egress_.add(unknown);
+        } else if (out == meta.in_port) {  // never back out of the learner's own port
+            ports_[meta.in_port]->tx.add(PortCounter::Filtered);
+            return kNoPort;
+        }
+        return out;
     }
 
     // Stage 4 for a CREDIT_BATCH when replication is configured (replication.h): one CREDIT per
@@ -543,15 +550,8 @@ private:
                 egress_.add(SwitchCounter::CreditWorkerUnknown);
                 continue;
             }
-            const std::uint16_t out = l2_.lookup(member->mac_key, now);
-            if (out == kNoPort) {
-                egress_.add(SwitchCounter::CreditMemberPortUnknown);
-                continue;
-            }
-            if (out == meta.in_port) {  // never back out of the learner's own port
-                ports_[meta.in_port]->tx.add(PortCounter::Filtered);
-                continue;
-            }
+            const std::uint16_t out = member_port(*member, meta, now, SwitchCounter::CreditMemberPortUnknown);
+            if (out == kNoPort) continue;
             std::uint8_t* bytes = nullptr;
             const Handle copy = io_.alloc(len, &bytes);
             if (!copy) [[unlikely]] {

@@ -313,7 +313,9 @@ Deployment deployment_from_lab(const std::string& scenario_path, const std::stri
                          get<std::string>(arm, "name", arm_at)));
     if (arm["model_delivery"] && arm["model_delivery"].as<std::string>("") == "replicated")
         dep.abstracted.push_back(fmt::format("{}model_delivery: replicated: the switch copies MODEL packets towards "
-                                             "the workers, not this port's gradients", arm_at));
+                                             "the workers, and expands the learners' CREDIT_BATCHes into one CREDIT "
+                                             "per worker (learner.credit_batching auto), not this port's gradients",
+                                             arm_at));
     // The learners' host sits on the first cluster's switch.
     const YAML::Node clusters = s["clusters"];
     const std::string switch_name = get<std::string>(clusters[0], "switch", "clusters[0].");

@@ -71,6 +71,19 @@ std::vector<std::uint8_t> to_frame(std::vector<std::uint8_t> buf, std::size_t ms
     return buf;
 }
 
+// The same, to the cluster's multicast group 239.77.0.1 (replicated MODEL, CREDIT_BATCH).
+std::vector<std::uint8_t> to_group_frame(std::vector<std::uint8_t> buf, std::size_t msg_len) {
+    buf.resize(frame::kUdpPayloadOffset + msg_len);
+    frame::Endpoints ep = endpoints();
+    ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
+    ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
+    if (frame::build_udp_frame(ep, msg_len, buf) != buf.size()) {
+        std::fprintf(stderr, "build_udp_frame failed\n");
+        std::exit(1);
+    }
+    return buf;
+}
+
 void put_f32_le(std::uint8_t* p, float v) {
     const auto bits = std::bit_cast<std::uint32_t>(v);
     for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(bits >> (8 * i));
@@ -246,15 +259,7 @@ int main(int argc, char** argv) {
         put_f32_le(body + 4, -2.0F);
         std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + sizeof body);
         len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
-        buf.resize(frame::kUdpPayloadOffset + len);
-        frame::Endpoints ep = endpoints();
-        ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
-        ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
-        if (frame::build_udp_frame(ep, len, buf) != buf.size()) {
-            std::fprintf(stderr, "build_udp_frame failed\n");
-            return 1;
-        }
-        pcap.write(buf);
+        pcap.write(to_group_frame(std::move(buf), len));
     }
     // 10. A CREDIT_BATCH to the same group (learner.credit_batching): CREDITs for workers 3 and 4,
     //     the first echoing congestion; a Shesha switch sends each worker its own CREDIT.
@@ -272,15 +277,7 @@ int main(int argc, char** argv) {
         proto::encode_credit_batch_entry({4, 0, {1, 777, 43, 0}}, std::span(body).subspan(proto::kCreditBatchEntrySize));
         std::vector<std::uint8_t> buf(frame::kUdpPayloadOffset + proto::kHeaderSize + sizeof body);
         len = proto::encode(h, body, std::span(buf).subspan(frame::kUdpPayloadOffset));
-        buf.resize(frame::kUdpPayloadOffset + len);
-        frame::Endpoints ep = endpoints();
-        ep.dst_mac = {0x01, 0x00, 0x5e, 0x4d, 0x00, 0x01};
-        ep.dst_ip = 0xEF4D0001;  // 239.77.0.1
-        if (frame::build_udp_frame(ep, len, buf) != buf.size()) {
-            std::fprintf(stderr, "build_udp_frame failed\n");
-            return 1;
-        }
-        pcap.write(buf);
+        pcap.write(to_group_frame(std::move(buf), len));
     }
 
     const bool ok = pcap.ok() && std::fclose(out) == 0;
