@@ -489,6 +489,7 @@ LearnerCounters LearnerEndpoint::counters() const {
     out.model_chunks_sent = c.model_chunks_sent;
     out.model_group_chunks_sent = c.model_group_chunks_sent;
     out.credit_messages = c.credit_messages;
+    out.credit_batches = c.credit_batches;
     out.send_errors = impl_->send_errors;
     out.receive_errors = impl_->receive_errors;
     out.version = core.version();

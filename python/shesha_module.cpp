@@ -65,7 +65,7 @@ py::dict learner_counters(const shesha::LearnerCounters& c) {
     SHESHA_FIELD(datagrams); SHESHA_FIELD(decode_errors); SHESHA_FIELD(not_admitted); SHESHA_FIELD(chunks_received);
     SHESHA_FIELD(chunks_applied); SHESHA_FIELD(contributions_applied); SHESHA_FIELD(chunks_rejected);
     SHESHA_FIELD(versions_published); SHESHA_FIELD(model_chunks_sent); SHESHA_FIELD(credit_messages);
-    SHESHA_FIELD(model_group_chunks_sent);
+    SHESHA_FIELD(model_group_chunks_sent); SHESHA_FIELD(credit_batches);
     SHESHA_FIELD(send_errors); SHESHA_FIELD(receive_errors); SHESHA_FIELD(version); SHESHA_FIELD(active_workers);
     SHESHA_FIELD(aom_mean_ms); SHESHA_FIELD(aom_peak_ms); SHESHA_FIELD(staleness_mean); SHESHA_FIELD(staleness_max);
 #undef SHESHA_FIELD

@@ -244,6 +244,9 @@ TEST_CASE("api: with model_delivery replicated the learner sends publishes once 
     CHECK(c.version == 2);
     CHECK(c.model_group_chunks_sent % 3 == 0);  // whole copies (a rebroadcast may have followed)
     CHECK(c.model_chunks_sent == 3);            // still only the answer to the request
+    // The gradient's CREDIT went to the group too, as a CREDIT_BATCH of one (credit_batching: auto).
+    CHECK(c.credit_batches == 3);               // one per chunk of the gradient
+    CHECK(c.credit_messages == 3);
     CHECK(c.send_errors == 0);
     std::filesystem::remove(config);
 }

@@ -66,6 +66,8 @@ class Pair(unittest.TestCase):
         c = self.learner.counters()
         self.assertEqual((c["chunks_applied"], c["chunks_rejected"]), (3, 0))
         self.assertEqual(c["model_group_chunks_sent"], 0)  # learner.model_delivery: unicast (the default)
+        self.assertEqual(c["credit_batches"], 0)  # unicast delivery: one CREDIT per worker, no fan-out
+        self.assertEqual(c["credit_messages"], 3)
         # The handler applied nothing; overwrite the parameters and publish them: they come back exactly.
         self.learner.set_parameters(np.full(10, 0.25, dtype=np.float32))
         self.assertTrue(self.learner.publish())

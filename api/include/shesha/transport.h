@@ -148,6 +148,7 @@ struct LearnerCounters {
     std::uint64_t chunks_rejected = 0;          // every reason (docs/aom.md)
     std::uint64_t versions_published = 0, model_chunks_sent = 0, credit_messages = 0;
     std::uint64_t model_group_chunks_sent = 0;  // learner.model_delivery: replicated (model_chunks_sent: unicast)
+    std::uint64_t credit_batches = 0;           // CREDIT_BATCHes to the group (learner.credit_batching; credit_messages: their entries)
     std::uint64_t send_errors = 0, receive_errors = 0;
     std::uint32_t version = 0;
     std::uint64_t active_workers = 0;
