@@ -1346,13 +1346,15 @@ TEST_CASE("encode_credit_batches: 130 grants in datagrams of 56, 56 and 18, ever
     std::vector<std::uint16_t> sizes;
     std::uint32_t next = 0;
     const std::size_t n = shesha::transport::encode_credit_batches(
-        tmpl, grants, buf, [&](std::span<const std::uint8_t> bytes) {
+        tmpl, grants, buf, [&](std::span<const std::uint8_t> bytes, std::span<const shesha::transport::CreditGrant> carried) {
+            CHECK(carried.data() == grants.data() + next);  // the grants this datagram carries
             Message m;
             REQUIRE(decode(bytes, m) == DecodeError::Ok);
             CHECK(m.hdr.type == MsgType::CreditBatch);
             CHECK(m.hdr.cluster_id == 9);
             CHECK(m.hdr.model_version == 77);
             sizes.push_back(m.hdr.elem_count);
+            CHECK(carried.size() == m.hdr.elem_count);
             for (std::uint16_t i = 0; i < m.hdr.elem_count; ++i, ++next) {
                 CreditBatchEntry e;
                 REQUIRE(decode_credit_batch_entry(m.payload, i, e));
@@ -1366,5 +1368,5 @@ TEST_CASE("encode_credit_batches: 130 grants in datagrams of 56, 56 and 18, ever
     CHECK(n == 3);
     CHECK(sizes == std::vector<std::uint16_t>{56, 56, 18});
     CHECK(next == 130);
-    CHECK(shesha::transport::encode_credit_batches(tmpl, {}, buf, [](auto) { FAIL("no grants, no datagram"); }) == 0);
+    CHECK(shesha::transport::encode_credit_batches(tmpl, {}, buf, [](auto, auto) { FAIL("no grants, no datagram"); }) == 0);
 }

@@ -424,19 +424,10 @@ void LearnerCore::send_credits(const proto::Header& h) {
         for (std::size_t i = 0; i < n; ++i)
             if (find_worker(grants_[i].worker_id) != nullptr) grants_[kept++] = grants_[i];
         transport::encode_credit_batches(out, std::span<const transport::CreditGrant>(grants_.data(), kept), tx_,
-                                         [&](std::span<const std::uint8_t> bytes) {
+                                         [&](std::span<const std::uint8_t> bytes, std::span<const transport::CreditGrant> sent) {
                                              if (!send_(group_, bytes)) return;
-                                             const std::uint16_t entries = be::load16(bytes.data() + proto::off::kElemCount);
                                              ++c_.credit_batches;
-                                             c_.credit_messages += entries;
-                                             for (std::uint16_t e = 0; e < entries; ++e) {
-                                                 const std::uint32_t credits = be::load32(
-                                                     bytes.data() + proto::kHeaderSize + e * proto::kCreditBatchEntrySize + 8);
-                                                 const std::uint32_t id = be::load32(
-                                                     bytes.data() + proto::kHeaderSize + e * proto::kCreditBatchEntrySize);
-                                                 c_.credit_units += credits;
-                                                 if (WorkerInfo* w = find_worker(id)) w->credit_units += credits;
-                                             }
+                                             for (const transport::CreditGrant& g : sent) count_credit(g, find_worker(g.worker_id));
                                          });
         return;
     }
@@ -449,12 +440,14 @@ void LearnerCore::send_credits(const proto::Header& h) {
         std::array<std::uint8_t, proto::kCreditBodySize> body{};
         proto::encode_credit(g.body, body);
         const std::size_t len = proto::encode(out, body, tx_);
-        if (len != 0 && send_(w->addr, {tx_.data(), len})) {
-            ++c_.credit_messages;
-            c_.credit_units += g.body.credits;
-            w->credit_units += g.body.credits;
-        }
+        if (len != 0 && send_(w->addr, {tx_.data(), len})) count_credit(g, w);
     }
+}
+
+void LearnerCore::count_credit(const transport::CreditGrant& g, WorkerInfo* w) {
+    ++c_.credit_messages;
+    c_.credit_units += g.body.credits;
+    if (w != nullptr) w->credit_units += g.body.credits;
 }
 
 void LearnerCore::handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono) {

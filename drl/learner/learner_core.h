@@ -224,6 +224,7 @@ private:
     void broadcast_model(std::uint64_t now_mono);
     void broadcast_group(std::uint64_t now_mono);
     void send_credits(const proto::Header& h);
+    void count_credit(const transport::CreditGrant& g, WorkerInfo* w);  // one CREDIT sent, alone or in a batch
     // Marks workers quiet (or live again) by last_heard_ns and tells the planner.
     void update_quiet(std::uint64_t now_mono);
 

@@ -85,8 +85,8 @@ inline constexpr std::size_t kCreditBatchBufferSize =
 
 // The learner's side of CREDIT fan-out (learner.credit_batching): the grants of one plan as
 // CREDIT_BATCH datagrams of at most kMaxCreditBatchEntries entries, in the grants' order, each
-// with the header fields of `header` (its type and elem_count are set here). Calls send(bytes) per
-// datagram; returns how many there were. buf holds at least kCreditBatchBufferSize bytes.
+// with the header fields of `header` (its type and elem_count are set here). Calls
+// send(bytes, grants) per datagram with the grants it carries; returns how many there were. buf holds at least kCreditBatchBufferSize bytes.
 template <class Send>
 std::size_t encode_credit_batches(proto::Header header, std::span<const CreditGrant> grants, std::span<std::uint8_t> buf,
                                   Send&& send) {
@@ -106,7 +106,7 @@ std::size_t encode_credit_batches(proto::Header header, std::span<const CreditGr
         const std::size_t body = n * proto::kCreditBatchEntrySize;
         const std::size_t len = proto::encode(header, buf.subspan(proto::kHeaderSize, body), buf);
         if (len != 0) {
-            send(std::span<const std::uint8_t>(buf.data(), len));
+            send(std::span<const std::uint8_t>(buf.data(), len), grants.subspan(first, n));
             ++datagrams;
         }
     }

@@ -540,11 +540,12 @@ private:
         }
         egress_.add(SwitchCounter::CreditBatches);
         const std::uint8_t* batch = Io::data(m);
+        const std::uint8_t* first_entry = batch + replica_header_len(meta);
         const std::uint32_t len = ReplicationStage::credit_copy_len(meta);
         const std::uint32_t entries = meta.elem_count;  // decode() checked the body holds them
         StageCursor<Handle> cursor(false);
         for (std::uint32_t i = 0; i < entries; ++i) {
-            const std::uint32_t worker = be::load32(batch + replica_header_len(meta) + i * proto::kCreditBatchEntrySize);
+            const std::uint32_t worker = be::load32(first_entry + i * proto::kCreditBatchEntrySize);
             const GroupMember* member = g->member_by_worker(worker);
             if (member == nullptr) {
                 egress_.add(SwitchCounter::CreditWorkerUnknown);

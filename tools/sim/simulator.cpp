@@ -1008,6 +1008,20 @@ struct Simulator::Impl final : FeedbackSink {
         return p;
     }
 
+    // A frame around a Shesha message already encoded (a learner's datagram), or null (too big, or
+    // the pool is exhausted: counted).
+    Packet* message_frame(const frame::Endpoints& ep, std::span<const std::uint8_t> message) {
+        if (frame::kUdpPayloadOffset + message.size() > frame_capacity) return nullptr;
+        Packet* p = pool.alloc();
+        if (p == nullptr) {
+            ++sum.pool_exhausted;
+            return nullptr;
+        }
+        std::memcpy(p->frame + frame::kUdpPayloadOffset, message.data(), message.size());
+        p->len = static_cast<std::uint32_t>(frame::build_udp_frame(ep, message.size(), {p->frame, frame_capacity}, false));
+        return p;
+    }
+
     void try_send(std::uint32_t w) {
         Worker& wk = workers[w];
         if (training && tclusters[wk.cluster].stopped) return;  // its worker process has exited
@@ -1391,10 +1405,8 @@ struct Simulator::Impl final : FeedbackSink {
             out.ts_latest_ns = m.hdr.ts_latest_ns;
             const std::uint32_t gip = group_ip(c);
             transport::encode_credit_batches(out, std::span<const transport::CreditGrant>(L.grants.data(), n), batch_buf,
-                                             [&](std::span<const std::uint8_t> bytes) {
-                                                 proto::Message bm;
-                                                 if (proto::decode(bytes, bm) != proto::DecodeError::Ok) return;
-                                                 if (Packet* q = build_frame(learner_to(c, group_mac(gip), gip), bm.hdr, bm.payload))
+                                             [&](std::span<const std::uint8_t> bytes, auto) {
+                                                 if (Packet* q = message_frame(learner_to(c, group_mac(gip), gip), bytes))
                                                      learner_send(L, q);
                                              });
         }
@@ -1509,15 +1521,8 @@ struct Simulator::Impl final : FeedbackSink {
             if (w >= workers.size()) return false;
             mac = worker_mac(w);
         }
-        if (frame::kUdpPayloadOffset + message.size() > frame_capacity) return false;
-        Packet* p = pool.alloc();
-        if (p == nullptr) {
-            ++sum.pool_exhausted;
-            return false;
-        }
-        std::memcpy(p->frame + frame::kUdpPayloadOffset, message.data(), message.size());
-        p->len = static_cast<std::uint32_t>(
-            frame::build_udp_frame(learner_to(c, mac, ip), message.size(), {p->frame, frame_capacity}, false));
+        Packet* p = message_frame(learner_to(c, mac, ip), message);
+        if (p == nullptr) return false;
         const auto type = static_cast<proto::MsgType>(message[proto::off::kType]);
         if (type == proto::MsgType::Model) {
             if (be::load32(message.data() + proto::off::kWorkerId) == drl::kEveryWorker) ++sum.model.group_chunks;
