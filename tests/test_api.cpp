@@ -322,3 +322,31 @@ TEST_CASE("api: transport.flight_expiry_ms retires the chunks of a silent learne
     ::close(fd);
     std::filesystem::remove(config);
 }
+
+TEST_CASE("api: a CREDIT_BATCH that reaches a worker (no Shesha switch to expand it) is counted as unexpected, not applied") {
+    sockaddr_in addr{};
+    const int fd = bound_loopback_socket(addr);
+    const std::string config = write_config("shesha-test-api-batch.yaml");
+    shesha::WorkerTransport worker(worker_options(config, ntohs(addr.sin_port), 3));
+    // The wire bytes by hand (docs/protocol.md): a valid CREDIT_BATCH of one entry for worker 3.
+    std::vector<std::uint8_t> msg(48 + 24, 0);
+    msg[0] = 0x53, msg[1] = 0x48, msg[2] = 2, msg[3] = 5;  // magic, version, type CREDIT_BATCH
+    msg[23] = 1;                                            // chunk_count 1
+    msg[25] = 1;                                            // elem_count: one entry
+    msg[27] = 1;                                            // contrib_count 1
+    msg[48 + 3] = 3;                                        // entry: worker 3
+    msg[48 + 8 + 3] = 5;                                    // its CREDIT body: 5 credits
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(worker.local_port());
+    REQUIRE(::sendto(fd, msg.data(), msg.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+            static_cast<ssize_t>(msg.size()));
+    for (int i = 0; i < 200 && worker.counters().unexpected == 0; ++i) worker.poll(10);
+    const shesha::WorkerCounters c = worker.counters();
+    CHECK(c.unexpected == 1);
+    CHECK(c.credits_received == 0);
+    CHECK(c.decode_errors == 0);
+    ::close(fd);
+    std::filesystem::remove(config);
+}

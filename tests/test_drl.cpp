@@ -1275,6 +1275,15 @@ TEST_CASE("learner: credit_batching sends a chunk's CREDITs as one CREDIT_BATCH 
     std::vector<std::uint8_t> bytes(proto::kHeaderSize);
     bytes[proto::off::kType] = static_cast<std::uint8_t>(proto::MsgType::CreditBatch);
     CHECK(learner::datagram_tos(batched.config.learner, bytes) == learner::kCreditTos);
+    // A CREDIT_BATCH sent to a learner (its own, looped back, or forged) is counted and ignored.
+    const std::uint64_t unexpected = batched.core->counters().unexpected_type;
+    const auto before = batched.params();
+    std::vector<std::uint8_t> batch(b.payload.size() + proto::kHeaderSize);
+    proto::Header bh = b.hdr;
+    REQUIRE(proto::encode(bh, b.payload, batch) == batch.size());
+    batched.feed(batch);
+    CHECK(batched.core->counters().unexpected_type == unexpected + 1);
+    CHECK(batched.params() == before);
 }
 
 TEST_CASE("cluster config: learner.credit_batching, auto by default (on with replicated delivery); errors name the key") {
