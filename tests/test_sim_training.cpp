@@ -208,6 +208,80 @@ TEST_CASE("training: a woken worker starts its rollout training.wake_us after th
     CHECK(fingerprint(some, a) == fingerprint(some, run(some)));
 }
 
+TEST_CASE("training: a learner reads what reached it training.learner_wake_us after the datagram that woke it") {
+    // 0 is the run without the key, bit for bit (no random draw is spent on it).
+    const Scenario plain = scenario(5, 300);
+    const Scenario zero = scenario(5, 300, "2, 2", "", {"training.learner_wake_us=0"});
+    CHECK(fingerprint(plain, run(plain)) == fingerprint(zero, run(zero)));
+    // Acrobot's learner waits 2 virtual seconds (x 0.9..1.1) for a core after its first datagram,
+    // its workers' first model requests: within a 1-second run it answers none, so its workers
+    // never get a model and compute nothing. CartPole's learner reads at once.
+    const Scenario s = scenario(5, 1000, "2, 2", "", {"training.learner_wake_us=0, 2000000"});
+    CHECK(s.learner_wake_us_of(0) == 0);
+    CHECK(s.learner_wake_us_of(1) == 2'000'000);
+    const Summary r = run(s);
+    REQUIRE(r.training.size() == 2);
+    CHECK(r.training[0].chunks_applied > 1000);
+    CHECK(r.training[1].versions_published == 0);
+    CHECK(r.training[1].gradients_computed == 0);
+    CHECK(r.training[1].chunks_applied == 0);
+    // CartPole's learner woken 8 ms late, later than its 5 ms publish interval: it applies, and so
+    // publishes, at most once per wake, and its workers, who compute 4 gradients per version,
+    // compute fewer in the same virtual time; every contribution sent is still accounted for (the
+    // run drains what waits for a learner at its end); the same run for the same seed.
+    const Scenario late = scenario(5, 300, "2, 2", "", {"training.learner_wake_us=8000, 0"});
+    const Summary a = run(late);
+    const Summary base = run(plain);
+    CHECK(base.training[0].gradients_computed == 480);
+    CHECK(a.training[0].gradients_computed < 480);
+    CHECK(a.training[1].gradients_computed == base.training[1].gradients_computed);
+    CHECK(a.contributions_sent == a.contributions_applied + a.contributions_dropped + a.contributions_refused);
+    CHECK(fingerprint(late, a) == fingerprint(late, run(late)));
+}
+
+TEST_CASE("training: workers_read_between_rollouts: a worker reads its CREDITs after the rollout under way") {
+    // One CartPole worker with a window of exactly one chunk (19 chunks a gradient) and no limit
+    // of gradients per version, so that it is always computing. Read on arrival, each CREDIT lets
+    // the next chunk go within microseconds: most of every gradient's chunks leave before the next
+    // gradient. Read between rollouts (shesha-worker's one loop), the CREDIT of the chunk in
+    // flight waits for the rollout under way: one chunk leaves per gradient, the others are summed
+    // into their waiting chunks.
+    std::ifstream in(configs_dir() + "/cluster-cartpole.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string one = std::regex_replace(text.str(), std::regex("w_init: *16 "), "w_init: 1 ");
+    one = std::regex_replace(one, std::regex("w_min: *0.0625 "), "w_min: 1 ");
+    one = std::regex_replace(one, std::regex("w_max: *256"), "w_max: 1");
+    one = std::regex_replace(one, std::regex("max_updates_per_version: *4 "), "max_updates_per_version: 0 ");
+    REQUIRE(std::regex_search(one, std::regex("w_init: 1 [^]*w_min: 1 [^]*w_max: 1[^]*max_updates_per_version: 0 ")));
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / "shesha-test-cartpole-window-1.yaml";
+    std::ofstream(path) << one;
+    const auto with = [&](const char* between) {
+        return scenario(2, 200, "1", "", {"training.clusters=" + path.string(), "training.targets=none",
+                                          std::string("training.workers_read_between_rollouts=") + between});
+    };
+    const Scenario arrival_s = with("false");
+    const Scenario between_s = with("true");
+    const Summary arrival = run(arrival_s);
+    const Summary between = run(between_s);
+    const std::string again = fingerprint(between_s, run(between_s));
+    std::filesystem::remove(path);
+    REQUIRE(arrival.training.size() == 1);
+    REQUIRE(between.training.size() == 1);
+    CHECK(arrival.training[0].gradients_computed > 100);
+    CHECK(arrival.chunks_sent > 10 * arrival.training[0].gradients_computed);
+    // Exactly: one per gradient, and once the run's end stops its rollouts, it reads each CREDIT
+    // at once and the last gradient's other 18 chunks leave.
+    CHECK(between.chunks_sent == between.training[0].gradients_computed + 18);
+    CHECK(between.contributions_sent == between.contributions_applied + between.contributions_dropped +
+                                            between.contributions_refused);
+    CHECK(fingerprint(between_s, between) == again);
+    // false is the run without the key, bit for bit.
+    const Scenario plain = scenario(5, 300);
+    const Scenario off = scenario(5, 300, "2, 2", "", {"training.workers_read_between_rollouts=false"});
+    CHECK(fingerprint(plain, run(plain)) == fingerprint(off, run(off)));
+}
+
 TEST_CASE("training: a learner publishes at its YAML's fractional publish_interval_ms, to the learner tick") {
     // CartPole's file with publish_interval_ms 7.5 (the lab's check writes such copies: the rack's
     // measured cadence), Acrobot's as shipped (5 ms); learners tick every 100 us. Over 300 virtual
@@ -307,6 +381,10 @@ TEST_CASE("training scenarios: bad input is refused naming the key") {
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.wake_us=-5"}); }), Catch::Contains("'training.wake_us'"));
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.wake_us=1, 2, 3"}); }),
                Catch::Contains("training.wake_us lists 3 values for the 2 clusters"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.learner_wake_us=-5"}); }),
+               Catch::Contains("'training.learner_wake_us'"));
+    CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.learner_wake_us=1, 2, 3"}); }),
+               Catch::Contains("training.learner_wake_us lists 3 values for the 2 clusters"));
     CHECK_THAT(message([] { scenario(1, 10, "2, 2", "", {"training.stop_at_target=each"}); }),
                Catch::Contains("'training.stop_at_target'"));
     CHECK(scenario(1, 10, "2, 2", "", {"training.stop_at_target=true"}).stop_at_target == StopAtTarget::All);

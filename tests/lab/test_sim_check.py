@@ -122,6 +122,21 @@ def test_workers_wake_as_late_as_the_rack_gave_them_a_core(scenario, write_file,
     assert "training.wake_us" not in settings_of(scenario, "shesha")  # a compute.json without it
 
 
+def test_learners_read_as_late_as_the_rack_gave_them_a_core(scenario, write_file, tmp_path):
+    # Cluster 1's learner waited 2.5 s for a core over 7,000 timeslices: 357.1 us before each.
+    # Cluster 2 has no statistics: 0, at once.
+    write_file("run/meta.json", {"host_cpu": {"workers-c1": {"cpu_s": 4.2, "wait_s": 23.4, "slices": 6000,
+                                                             "processes": 3},
+                                              "learner-c1": {"cpu_s": 0.7, "wait_s": 2.5, "slices": 7000,
+                                                             "processes": 1}}})
+    assert sim_check.rack_learner_wake_us(str(tmp_path / "run"), scenario) == [357.1, None]
+    assert sim_check.rack_learner_wake_us(str(tmp_path / "nothing"), scenario) == [None, None]
+    woken = settings_of(scenario, "shesha", {"step_us": [68.0, 55.6], "update_us": [1575.0, 1289.0],
+                                             "learner_wake_us": [357.1, 0]})
+    assert woken["training.learner_wake_us"] == "357.1,0"
+    assert "training.learner_wake_us" not in settings_of(scenario, "shesha")
+
+
 def test_compute_from_the_rack_workers(scenario, write_file, tmp_path):
     # Cluster 1: 3 workers, 1000 updates each over 10 s, 5 steps per update, 1000 waits (1 s) each.
     for w in range(3):
@@ -256,6 +271,7 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
         "1": {"updates_per_s": 100.0, "steps_per_update": 5.0}, "2": {"updates_per_s": 90.0, "steps_per_update": 4.9}}}
         for s in (1, 2, 3)}}
     computes["fifo"]["2"]["publish_interval_ms"] = [6.667, 5.0]  # seed 1's compute.json predates the key
+    computes["fifo"]["2"]["learner_wake_us"] = [610.5, 1190.0]   # and the learners' wake
     with open(tmp_path / "sim-check" / "compute.json", "w") as f:
         json.dump(computes, f)
     lines = sim_check.sim_check_section(str(tmp_path), scenario, results)
@@ -271,8 +287,8 @@ def test_side_by_side_table_from_recorded_runs(scenario, tmp_path):
     assert rows[1] == ("| fifo | 2 (Acrobot-v1) | 40.0 (30.0..never) | 60.0 (50.0..never) | yes | 10.0 | 25.0 | 2.50 | "
                        "**no** | 2,000 | 4,000 | 20.0 % | 10.0 % | 90.0 | 40.0 | n/a | 105.3 |")
     assert sim_check.publish_rate([{"t_s": 1.0, "version": 5}]) is None  # one evaluation: no rate
-    assert rows[2] == "| fifo | 1 | 50 | 1200 | as configured | 0 | 100.0, 5.00 | 90.0, 4.90 |"
-    assert rows[3] == "| fifo | 2 | 50 | 1200 | 6.667,5 | 0 | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[2] == "| fifo | 1 | 50 | 1200 | as configured | 0 | 0 | 100.0, 5.00 | 90.0, 4.90 |"
+    assert rows[3] == "| fifo | 2 | 50 | 1200 | 6.667,5 | 0 | 610.5,1190 | 100.0, 5.00 | 90.0, 4.90 |"
     text = "\n".join(lines)
     assert "within the rack's fastest..slowest seed: **met** (2 of 2" in text
     assert "within 2x of the rack's: **not met** (1 of 2)" in text

@@ -145,6 +145,8 @@ const std::map<std::string, Setter>& schema() {
         {"training.step_us", per_cluster_field(&Scenario::step_us, 0, 1e7)},
         {"training.update_us", per_cluster_field(&Scenario::update_us, 0, 1e7)},
         {"training.wake_us", per_cluster_field(&Scenario::wake_us, 0, 1e7)},
+        {"training.learner_wake_us", per_cluster_field(&Scenario::learner_wake_us, 0, 1e7)},
+        {"training.workers_read_between_rollouts", bool_field(&Scenario::workers_read_between_rollouts)},
         {"training.stop_at_target",
          [](Scenario& s, const std::string& k, const FlatValue& v) {
              // true and false (the key's first form) still mean all and never.
@@ -328,7 +330,8 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
                             s.training_targets.size(), n));
         for (const auto& [key, list] : {std::pair<const char*, const std::vector<double>*>{"training.step_us", &s.step_us},
                                         {"training.update_us", &s.update_us},
-                                        {"training.wake_us", &s.wake_us}})
+                                        {"training.wake_us", &s.wake_us},
+                                        {"training.learner_wake_us", &s.learner_wake_us}})
             if (list->size() != 1 && list->size() != n)
                 bad(fmt::format("{} lists {} values for the {} clusters of training.clusters (one value for every "
                                 "cluster, or one per cluster)", key, list->size(), n));

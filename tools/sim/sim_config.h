@@ -152,6 +152,19 @@ struct Scenario {
     // blocked in poll() waits for a core once woken; per cluster like step_us. 0: at once.
     std::vector<double> wake_us = {0};
     double wake_us_of(std::uint32_t c) const noexcept { return wake_us.size() == 1 ? wake_us[0] : wake_us[c]; }
+    // training.learner_wake_us: a cluster's learner reads a datagram that reached it while it was
+    // idle this long after the datagram arrived, with whatever else arrived meanwhile, as a
+    // shesha-learner blocked in poll() waits for a core once woken (its CREDITs leave that much
+    // later); per cluster like step_us. 0: at once.
+    std::vector<double> learner_wake_us = {0};
+    // training.workers_read_between_rollouts: a worker reads CREDIT and FEEDBACK only between
+    // rollouts, or training.wake_us after one woke it while it had nothing to compute, as
+    // shesha-worker's single loop does; false: the moment they arrive (a worker with a receive
+    // thread of its own).
+    bool workers_read_between_rollouts = false;
+    double learner_wake_us_of(std::uint32_t c) const noexcept {
+        return learner_wake_us.size() == 1 ? learner_wake_us[0] : learner_wake_us[c];
+    }
     StopAtTarget stop_at_target = StopAtTarget::All;  // training.stop_at_target
     double learner_tick_us = 1000;   // training.learner_tick_us: LearnerCore::on_tick cadence (publish, rebroadcast)
     std::uint32_t compute_threads = 0;  // training.compute_threads: helper threads for the gradients (0: on the event loop)

@@ -74,7 +74,8 @@ enum class EventType : std::uint8_t {
     TrainDone,       // training: a worker's rollout and gradient took their virtual time
     TrainWake,       // training: a woken worker got its core (training.wake_us) and starts a rollout
     LearnerTick,     // training: LearnerCore::on_tick of a cluster, and its workers' timers
-    Evaluate         // training: a cluster's learner evaluates its model (learner.eval_interval_ms)
+    Evaluate,        // training: a cluster's learner evaluates its model (learner.eval_interval_ms)
+    LearnerWake      // training: a cluster's learner got its core (training.learner_wake_us) and reads what arrived
 };
 
 struct Event {
@@ -191,6 +192,8 @@ struct TrainCluster {
     std::uint64_t stop_ns = 0;
     double aom_mean_us = 0;
     double aom_peak_us = 0;
+    std::vector<Packet*> arrived;   // training.learner_wake_us: datagrams waiting for the learner's core
+    bool learner_waking = false;
 };
 
 // Training workload, training.compute_threads > 0: compute_gradient on helper threads while the
@@ -300,6 +303,15 @@ struct TrainWorker {
     bool busy = false;                   // a rollout + gradient is taking its virtual time
     bool waking = false;                 // woken by a model, waiting training.wake_us for its core
     bool gradient_ok = false;
+    // training.workers_read_between_rollouts: CREDITs and FEEDBACKs that reached it while it was
+    // computing or waiting for its core, read (in order) once it can.
+    struct Received {
+        bool feedback = false;
+        std::uint8_t flags = 0;
+        proto::CreditBody credit{};
+        proto::FeedbackBody feedback_body{};
+    };
+    std::vector<Received> inbox;
 };
 
 std::uint64_t to_ns(double x) { return static_cast<std::uint64_t>(std::llround(x)); }
@@ -430,6 +442,7 @@ struct Simulator::Impl final : FeedbackSink {
     // Training workload.
     bool training = false;
     std::vector<TrainCluster> tclusters;
+    std::vector<Packet*> reading;   // on_learner_wake: the datagrams a learner reads at once
     std::vector<TrainWorker> tworkers;
     // Every cluster reached its target (training.stop_at_target): no new rollouts, ticks, requests
     // or samples; what is in flight drains (so contributions stay conserved), then the run ends.
@@ -1268,8 +1281,15 @@ struct Simulator::Impl final : FeedbackSink {
             if (m.hdr.type == proto::MsgType::Credit && m.hdr.worker_id == w) {
                 proto::CreditBody body;
                 if (proto::decode_credit(m.payload, body)) {
-                    wk.sender->on_credit(body, m.hdr.flags, now);
-                    try_send(w);
+                    if (training && sc.workers_read_between_rollouts) {
+                        TrainWorker::Received r;
+                        r.flags = m.hdr.flags;
+                        r.credit = body;
+                        receive_between_rollouts(w, r);
+                    } else {
+                        wk.sender->on_credit(body, m.hdr.flags, now);
+                        try_send(w);
+                    }
                 }
             } else if (m.hdr.type == proto::MsgType::Model && m.hdr.elem_count != 0) {
                 ++sum.model.chunks_received;
@@ -1322,9 +1342,27 @@ struct Simulator::Impl final : FeedbackSink {
         }
     }
 
+    // A datagram reaches a cluster's learner host. With training.learner_wake_us the learner is a
+    // shesha-learner blocked in poll(): the first datagram wakes it, it gets a core that much later
+    // (with the compute's jitter), and then reads everything that arrived meanwhile. Its CREDITs,
+    // and so its workers' next sends, leave that much later: on the rack this breaks up the credit
+    // clock that lets a FIFO's always-backlogged senders refill every slot the port frees
+    // (docs/simulation.md, "Learners wake late").
     void deliver(Packet* p) {
         if (training) {
-            deliver_to_learner_core(p);
+            const std::uint16_t c = be::load16(p->frame + frame::kUdpPayloadOffset + proto::off::kClusterId);
+            const double wake_ns = c < tclusters.size() ? sc.learner_wake_us_of(c) * 1e3 : 0;
+            if (wake_ns <= 0) {
+                deliver_to_learner_core(p);
+                return;
+            }
+            TrainCluster& T = tclusters[c];
+            T.arrived.push_back(p);
+            if (!T.learner_waking) {
+                T.learner_waking = true;
+                const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
+                schedule_simple(now + std::max<std::uint64_t>(1, to_ns(wake_ns * factor)), EventType::LearnerWake, c);
+            }
             return;
         }
         proto::Message m;
@@ -1533,6 +1571,14 @@ struct Simulator::Impl final : FeedbackSink {
         return sum.model.learner_nic_drops == drops;
     }
 
+    void on_learner_wake(std::uint32_t c) {
+        TrainCluster& T = tclusters[c];
+        T.learner_waking = false;
+        reading.swap(T.arrived);
+        for (Packet* p : reading) deliver_to_learner_core(p);
+        reading.clear();
+    }
+
     // A datagram reaches a cluster's learner: LearnerCore takes it as shesha-learner's receive loop
     // does. A GRADIENT it does not apply (hardening, duplicates, a rejected layout) is counted as
     // refused, so sent = applied + dropped in the network + refused.
@@ -1569,20 +1615,45 @@ struct Simulator::Impl final : FeedbackSink {
         pool.free(p);
     }
 
+    // training.workers_read_between_rollouts: shesha-worker is one loop that reads its socket only
+    // between rollouts (poll(0)), or, with nothing to compute, sleeps in poll() until a datagram
+    // wakes it and then waits for a core. A CREDIT or FEEDBACK waits for the same: the rollout
+    // under way, or training.wake_us. So its next chunks leave then, not when the CREDIT arrived.
+    void receive_between_rollouts(std::uint32_t w, const TrainWorker::Received& r) {
+        TrainWorker& tw = tworkers[w];
+        tw.inbox.push_back(r);
+        if (!tw.busy && !tw.waking && !wake_later(w)) read_inbox(w);
+    }
+
+    // Worker w, asleep in poll(), was woken: it runs training.wake_us later (TrainWake, with the
+    // compute's jitter), or, with 0, now (false: the caller runs it).
+    bool wake_later(std::uint32_t w) {
+        const double wake_ns = sc.wake_us_of(workers[w].cluster) * 1e3;
+        if (wake_ns <= 0) return false;
+        tworkers[w].waking = true;
+        const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
+        schedule_simple(now + std::max<std::uint64_t>(1, to_ns(wake_ns * factor)), EventType::TrainWake, w);
+        return true;
+    }
+
+    void read_inbox(std::uint32_t w) {
+        TrainWorker& tw = tworkers[w];
+        if (tw.inbox.empty()) return;
+        Worker& wk = workers[w];
+        for (const TrainWorker::Received& r : tw.inbox) {
+            if (!r.feedback) wk.sender->on_credit(r.credit, r.flags, now);
+            else if (sc.window_control) wk.sender->on_feedback(r.feedback_body, now);
+        }
+        tw.inbox.clear();
+        try_send(w);
+    }
+
     // A model arrived that may let worker w compute. One that is computing takes it with its next
     // rollout; one that was waiting starts after training.wake_us (with the compute's jitter), on
     // the newest version it holds by then, as shesha-worker does after its poll() returns.
     void wake_training_worker(std::uint32_t w) {
         TrainWorker& tw = tworkers[w];
-        if (tw.busy || tw.waking) return;
-        const double wake_ns = sc.wake_us_of(workers[w].cluster) * 1e3;
-        if (wake_ns <= 0) {
-            start_training_compute(w);
-            return;
-        }
-        tw.waking = true;
-        const double factor = 1.0 + sc.jitter * (2.0 * uniform01() - 1.0);
-        schedule_simple(now + std::max<std::uint64_t>(1, to_ns(wake_ns * factor)), EventType::TrainWake, w);
+        if (!tw.busy && !tw.waking && !wake_later(w)) start_training_compute(w);
     }
 
     // A worker with a model and nothing under way starts a rollout on the version it holds
@@ -1663,6 +1734,7 @@ struct Simulator::Impl final : FeedbackSink {
         } else {
             ++T.summary.gradients_failed;
         }
+        read_inbox(w);
         start_training_compute(w);
     }
 
@@ -1674,6 +1746,9 @@ struct Simulator::Impl final : FeedbackSink {
         const Learner& L = *learners[c];
         for (std::uint32_t i = 0; i < L.workers; ++i) {
             const std::uint32_t w = L.first_worker + i;
+            // With workers_read_between_rollouts a worker's timers, like its socket, wait for its
+            // loop: the end of the rollout under way (on_train_done), or its core.
+            if (sc.workers_read_between_rollouts && (tworkers[w].busy || tworkers[w].waking)) continue;
             workers[w].sender->on_timeout(now);
             try_send(w);
         }
@@ -1888,7 +1963,14 @@ struct Simulator::Impl final : FeedbackSink {
                     try_send(e.index);
                     break;
                 case EventType::Feedback:
-                    if (sc.window_control) workers[e.index].sender->on_feedback(feedback_bodies[e.index2], now);
+                    if (training && sc.workers_read_between_rollouts) {
+                        TrainWorker::Received r;
+                        r.feedback = true;
+                        r.feedback_body = feedback_bodies[e.index2];
+                        receive_between_rollouts(e.index, r);
+                    } else if (sc.window_control) {
+                        workers[e.index].sender->on_feedback(feedback_bodies[e.index2], now);
+                    }
                     free_feedback.push_back(e.index2);
                     break;
                 case EventType::Sample: on_sample(); break;
@@ -1898,10 +1980,12 @@ struct Simulator::Impl final : FeedbackSink {
                 case EventType::TrainDone: on_train_done(e.index); break;
                 case EventType::TrainWake:
                     tworkers[e.index].waking = false;
+                    read_inbox(e.index);
                     start_training_compute(e.index);
                     break;
                 case EventType::LearnerTick: on_learner_tick(e.index); break;
                 case EventType::Evaluate: on_evaluate(e.index); break;
+                case EventType::LearnerWake: on_learner_wake(e.index); break;
             }
         }
         const auto wall1 = std::chrono::steady_clock::now();

@@ -190,6 +190,19 @@ def rack_wake_us(rack_dir, scenario):
     return out
 
 
+def rack_learner_wake_us(rack_dir, scenario):
+    """Per cluster (the scenario's order), how long its rack learner waited for a core before each
+    timeslice, in us (meta.json's host_cpu, as rack_wake_us): a shesha-learner blocked in poll()
+    reads what arrived, and sends its CREDITs, that much after a datagram woke it. The simulator's
+    training.learner_wake_us. None for a cluster without the statistics (0 then: at once)."""
+    host_cpu = (load_json(os.path.join(rack_dir, "meta.json")) or {}).get("host_cpu") or {}
+    out = []
+    for cluster in scenario["clusters"]:
+        ms = wait_per_slice_ms(host_cpu.get(f"learner-c{cluster['id']}"))
+        out.append(None if ms is None else round(ms * 1e3, 1))
+    return out
+
+
 def rack_publish_interval_ms(rack_dir, cluster):
     """The rack learner's mean time between published versions, in ms, from its first evaluation to
     its target or its last (publish_rate()); None without two evaluations. Its learner publishes
@@ -288,7 +301,10 @@ def sim_settings(scenario, arm, seed, compute, cluster_files, learner_down=False
         # (--target-return) and workers do on the rack.
         f"training.step_us={us_list(compute['step_us'])}",
         f"training.update_us={us_list(compute['update_us'])}",
-    ] + ([f"training.wake_us={us_list(compute['wake_us'])}"] if compute.get("wake_us") else []) + [
+    ] + ([f"training.wake_us={us_list(compute['wake_us'])}"] if compute.get("wake_us") else []) + (
+        [f"training.learner_wake_us={us_list(compute['learner_wake_us'])}"] if compute.get("learner_wake_us") else []) + [
+        # shesha-worker reads CREDIT and FEEDBACK between rollouts (its one loop), not on arrival.
+        "training.workers_read_between_rollouts=true",
         f"training.learner_tick_us={LEARNER_TICK_US}",
         "training.stop_at_target=cluster",
         # The learner port's shaper; worker links are veths (fast, unshaped).
@@ -371,6 +387,10 @@ def run_sim_check(out, build, log=print, sim=None):
             wakes = rack_wake_us(rack_dir, scenario)
             if any(w is not None for w in wakes):
                 compute["wake_us"] = [w or 0 for w in wakes]
+            # And each learner reads what reached it as late as its rack twin got a core.
+            learner_wakes = rack_learner_wake_us(rack_dir, scenario)
+            if any(w is not None for w in learner_wakes):
+                compute["learner_wake_us"] = [w or 0 for w in learner_wakes]
             computes.setdefault(arm["name"], {})[str(seed)] = {"rack": per_cluster, **compute}
             run_dir = os.path.join(check_dir, arm["name"], f"seed-{seed}")
             cmd = sim_check_command(sim, scenario, arm, seed, compute, seed_files, run_dir, learner_down)
@@ -381,7 +401,7 @@ def run_sim_check(out, build, log=print, sim=None):
                 return False
             log(f"   simulator check: arm '{arm['name']}', seed {seed} done (step {us_list(compute['step_us'])} us, "
                 f"update {us_list(compute['update_us'])} us, publish every {us_list(intervals)} ms, wake "
-                f"{us_list(compute.get('wake_us') or 0)} us)")
+                f"{us_list(compute.get('wake_us') or 0)} us, learner wake {us_list(compute.get('learner_wake_us') or 0)} us)")
     with open(os.path.join(check_dir, "compute.json"), "w") as f:
         json.dump(computes, f, indent=1)
     with open(os.path.join(check_dir, "sim.json"), "w") as f:
@@ -577,7 +597,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
              "less the time they waited for a model or a newer version, per update) and each learner publishing "
              "at the cadence its rack twin kept in that run (never faster than its YAML's "
              "`publish_interval_ms`), each worker woken by a model starting as late as its rack twins waited for "
-             "a core (`training.wake_us`: their mean wait before a timeslice; `sim-check/compute.json`, "
+             "a core (`training.wake_us`: their mean wait before a timeslice), and each learner reading what "
+             "reached it as late as its rack twin waited for a core (`training.learner_wake_us`; "
+             "`sim-check/compute.json`, "
              "commands in `sim-check/commands.txt`). Times to target: "
              "median (fastest..slowest) over the seeds, rack on the learner's wall clock, simulator in virtual "
              "seconds. AoM: median over the seeds of each learner's time-average until it reached its target "
@@ -613,9 +635,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
                   f"split of {MACHINE_STEP_US:g} us per step and {MACHINE_UPDATE_US:g} us per gradient, scaled so "
                   "that each cluster's time per update is the rack's busy time per update; one "
                   "value per cluster, in the scenario's order):", ""]
-        lines += ["| arm | seed | step (us) | update (us) | publish interval (ms) | wake (us) | " + " | ".join(
-            f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
-            "|" + "---|" * (6 + len(scenario["clusters"]))]
+        lines += ["| arm | seed | step (us) | update (us) | publish interval (ms) | wake (us) | learner wake (us) | "
+                  + " | ".join(f"c{c['id']} rack updates/s/worker, steps/update" for c in scenario["clusters"]) + " |",
+                  "|" + "---|" * (7 + len(scenario["clusters"]))]
         for arm in scenario["arms"]:
             for seed, c in sorted((computes.get(arm["name"]) or {}).items(), key=lambda kv: int(kv[0])):
                 cells = []
@@ -624,8 +646,9 @@ def sim_check_lines(scenario, rows, computes, learner_down=True):
                     cells.append(f"{m['updates_per_s']:.1f}, {m['steps_per_update']:.2f}" if m else "-")
                 publish = us_list(c["publish_interval_ms"]) if c.get("publish_interval_ms") else "as configured"
                 wake = us_list(c["wake_us"]) if c.get("wake_us") else "0"
+                learner_wake = us_list(c["learner_wake_us"]) if c.get("learner_wake_us") else "0"
                 lines.append(f"| {arm['name']} | {seed} | {us_list(c['step_us'])} | {us_list(c['update_us'])} | {publish} | "
-                             f"{wake} | " + " | ".join(cells) + " |")
+                             f"{wake} | {learner_wake} | " + " | ".join(cells) + " |")
     notes = sorted({n for arm in scenario["arms"] for n in not_modelled(scenario, arm)})
     if not learner_down:
         notes.insert(0, f"the learners' own link: this shesha-sim has no `{LEARNER_DOWN_KEY}`, so MODEL and CREDIT "
