@@ -177,30 +177,29 @@ def set_yaml_key(text, section, key, value, path):
     return text
 
 
-def rack_wake_us(rack_dir, scenario):
-    """Per cluster (the scenario's order), how long its rack workers waited for a core before each
-    timeslice, in us (the kernel's schedstat over the run, meta.json's host_cpu; host_cpu.py): a
-    shesha-worker blocked in poll() for a model runs that much after the model arrives. The
-    simulator's training.wake_us. None for a cluster without the statistics (0 then: at once)."""
+def rack_core_wait_us(rack_dir, scenario, role):
+    """Per cluster (the scenario's order), how long its rack processes of role ("workers" or
+    "learner") waited for a core before each timeslice, in us (the kernel's schedstat over the run,
+    meta.json's host_cpu; host_cpu.py). None for a cluster without the statistics (0 then: at once)."""
     host_cpu = (load_json(os.path.join(rack_dir, "meta.json")) or {}).get("host_cpu") or {}
     out = []
     for cluster in scenario["clusters"]:
-        ms = wait_per_slice_ms(host_cpu.get(f"workers-c{cluster['id']}"))
+        ms = wait_per_slice_ms(host_cpu.get(f"{role}-c{cluster['id']}"))
         out.append(None if ms is None else round(ms * 1e3, 1))
     return out
+
+
+def rack_wake_us(rack_dir, scenario):
+    """The simulator's training.wake_us: a shesha-worker blocked in poll() for a model runs as long
+    after the model arrives as its rack twins waited for a core."""
+    return rack_core_wait_us(rack_dir, scenario, "workers")
 
 
 def rack_learner_wake_us(rack_dir, scenario):
-    """Per cluster (the scenario's order), how long its rack learner waited for a core before each
-    timeslice, in us (meta.json's host_cpu, as rack_wake_us): a shesha-learner blocked in poll()
-    reads what arrived, and sends its CREDITs, that much after a datagram woke it. The simulator's
-    training.learner_wake_us. None for a cluster without the statistics (0 then: at once)."""
-    host_cpu = (load_json(os.path.join(rack_dir, "meta.json")) or {}).get("host_cpu") or {}
-    out = []
-    for cluster in scenario["clusters"]:
-        ms = wait_per_slice_ms(host_cpu.get(f"learner-c{cluster['id']}"))
-        out.append(None if ms is None else round(ms * 1e3, 1))
-    return out
+    """The simulator's training.learner_wake_us: a shesha-learner blocked in poll() reads what
+    arrived, and sends its CREDITs, as long after a datagram woke it as its rack twin waited for a
+    core."""
+    return rack_core_wait_us(rack_dir, scenario, "learner")
 
 
 def rack_publish_interval_ms(rack_dir, cluster):
