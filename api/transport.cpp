@@ -67,10 +67,16 @@ int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optiona
     return fd;
 }
 
-void wait_readable(int fd, int timeout_ms) {
+void wait_readable(int fd, int timeout_ms, bool or_writable = false) {
     if (timeout_ms <= 0) return;
-    pollfd pfd{fd, POLLIN, 0};
+    pollfd pfd{fd, static_cast<short>(POLLIN | (or_writable ? POLLOUT : 0)), 0};
     ::poll(&pfd, 1, timeout_ms);
+}
+
+// A MODEL chunk addressed to one worker (not to a group).
+bool is_unicast_model(std::span<const std::uint8_t> msg) noexcept {
+    return msg.size() >= proto::kHeaderSize && msg[proto::off::kType] == static_cast<std::uint8_t>(proto::MsgType::Model) &&
+           be::load32(msg.data() + proto::off::kWorkerId) != drl::kEveryWorker;
 }
 
 }  // namespace
@@ -400,11 +406,16 @@ struct LearnerEndpoint::Impl {
                     // CREDIT with IP TOS 0x10 (learner.credit_priority), so that the host's
                     // qdisc serves it ahead of MODEL; everything else with the socket's TOS, 0.
                     const std::uint8_t tos = learner::datagram_tos(config.learner, msg);
-                    if (!net::send_datagram(fd, to, msg, tos != 0 ? std::optional<std::uint8_t>(tos) : std::nullopt)) {
+                    if (net::send_datagram(fd, to, msg, tos != 0 ? std::optional<std::uint8_t>(tos) : std::nullopt))
+                        return learner::SendStatus::Sent;
+                    if (errno != EAGAIN && errno != EWOULDBLOCK) {
                         ++send_errors;
-                        return false;
+                        return learner::SendStatus::Failed;
                     }
-                    return true;
+                    // The socket's buffer is full. A unicast MODEL chunk waits in the core for room
+                    // (not lost); anything else is lost, as before.
+                    if (!is_unicast_model(msg)) ++send_errors;
+                    return learner::SendStatus::WouldBlock;
                 });
         } catch (const std::invalid_argument& e) {
             ::close(fd);
@@ -446,8 +457,10 @@ void LearnerEndpoint::set_update_handler(UpdateHandler handler) {
 
 void LearnerEndpoint::poll(int timeout_ms) {
     Impl& m = *impl_;
-    pollfd pfd{m.fd, POLLIN, 0};
-    if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_readable(m.fd, timeout_ms);
+    // With MODEL copies waiting for the socket's buffer, room in it wakes the learner too.
+    const bool writable_wanted = m.core->wants_writable();
+    pollfd pfd{m.fd, static_cast<short>(POLLIN | (writable_wanted ? POLLOUT : 0)), 0};
+    if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_readable(m.fd, timeout_ms, writable_wanted);
     for (int i = 0; i < kReceiveBurst; ++i) {
         sockaddr_in from{};
         socklen_t from_len = sizeof from;

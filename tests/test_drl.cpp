@@ -84,6 +84,10 @@ struct LearnerFixture {
     drl::ClusterConfig config;
     std::vector<Sent> sent;
     std::unique_ptr<learner::LearnerCore> core;
+    // Datagrams the socket still takes; then every send is refused with `refusal` (EAGAIN: WouldBlock).
+    std::size_t room = SIZE_MAX;
+    learner::SendStatus refusal = learner::SendStatus::WouldBlock;
+    std::size_t refused = 0;
 
     explicit LearnerFixture(bool staleness_scaling = false, drl::MergedSteps merged = drl::MergedSteps::One,
                             const std::function<void(drl::ClusterConfig&)>& tweak = {}) {
@@ -98,7 +102,12 @@ struct LearnerFixture {
         if (tweak) tweak(config);
         std::vector<float> initial(10, 1.0F);
         core = std::make_unique<learner::LearnerCore>(
-            config, kCluster, initial, 42, [this](const sockaddr_in& to, std::span<const std::uint8_t> m) {
+            config, kCluster, initial, 42, [this](const sockaddr_in& to, std::span<const std::uint8_t> m) -> learner::SendResult {
+                if (room == 0) {
+                    ++refused;
+                    return refusal;
+                }
+                if (room != SIZE_MAX) --room;
                 proto::Message decoded;
                 REQUIRE(proto::decode(m, decoded) == proto::DecodeError::Ok);
                 sent.push_back({ntohs(to.sin_port), ntohl(to.sin_addr.s_addr), decoded.hdr, {decoded.payload.begin(), decoded.payload.end()}});
@@ -1212,6 +1221,96 @@ TEST_CASE("learner: unicast delivery ignores a configured group: one copy per ac
     CHECK(f.core->counters().model_chunks_sent == 12);
     CHECK(f.core->counters().model_group_chunks_sent == 0);
     CHECK(f.core->counters().model_group_sends == 0);
+}
+
+// (worker id, version, chunk index) of every MODEL chunk sent, in order.
+std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t>> model_chunks(const std::vector<Sent>& sent) {
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t>> out;
+    for (const Sent& s : models_of(sent)) out.emplace_back(s.hdr.worker_id, s.hdr.model_version, s.hdr.chunk_index);
+    return out;
+}
+
+TEST_CASE("learner: unicast copies wait in the learner while the socket is full, then go out whole as the newest version") {
+    constexpr std::uint64_t ms = 1'000'000;
+    using Chunks = std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t>>;
+    LearnerFixture f;
+    register_workers(f, 4, 1 * ms);  // workers 1..4; 3 chunks per copy (4, 4, 2 elements)
+    f.sent.clear();
+
+    // Version 2 is owed to all four; the socket takes 5 datagrams: worker 1's copy and two
+    // chunks of worker 2's. Nothing is lost: the rest wait.
+    f.room = 5;
+    REQUIRE(f.core->on_tick(10 * ms, 10 * ms));
+    CHECK(model_chunks(f.sent) == Chunks{{1, 2, 0}, {1, 2, 1}, {1, 2, 2}, {2, 2, 0}, {2, 2, 1}});
+    CHECK(f.refused == 1);
+    CHECK(f.core->wants_writable());
+    CHECK(f.core->owed_copies() == 3);
+    CHECK(f.core->counters().model_copies_owed == 4);
+    CHECK(f.core->counters().model_copies_sent == 1);
+    CHECK(f.core->counters().model_sends_deferred == 1);
+    CHECK(f.core->counters().model_chunks_sent == 5);
+
+    // Room for two more: worker 2's last chunk and worker 3's first, then the socket is full again.
+    f.sent.clear();
+    f.room = 2;
+    f.core->on_writable();
+    CHECK(model_chunks(f.sent) == Chunks{{2, 2, 2}, {3, 2, 0}});
+    CHECK(f.core->owed_copies() == 2);
+
+    // Version 3 is published while workers 3 (one chunk of version 2 out) and 4 still wait (workers
+    // 1 and 2 are owed it too; a worker is never owed two copies): they get version 3 only, from its
+    // first chunk, starting where the learner stopped (worker 3), then workers 1 and 2.
+    f.feed(message(gradient_header(0, 3, 1, 2), {1, 1, 1, 1}), 5001, 12 * ms);
+    f.sent.clear();
+    REQUIRE(f.core->on_tick(20 * ms, 20 * ms));  // no room: all four owed, nothing sent
+    CHECK(models_of(f.sent).empty());
+    CHECK(f.core->owed_copies() == 4);
+    f.room = SIZE_MAX;
+    f.core->on_writable();
+    CHECK(model_chunks(f.sent) == Chunks{{3, 3, 0}, {3, 3, 1}, {3, 3, 2}, {4, 3, 0}, {4, 3, 1}, {4, 3, 2},
+                                         {1, 3, 0}, {1, 3, 1}, {1, 3, 2}, {2, 3, 0}, {2, 3, 1}, {2, 3, 2}});
+    CHECK_FALSE(f.core->wants_writable());
+    CHECK(f.core->owed_copies() == 0);
+    CHECK(f.core->counters().model_copies_renewed == 2);  // workers 3 and 4 were owed version 2
+    CHECK(f.core->counters().model_copies_sent == 6);
+    CHECK(f.core->counters().model_chunks_sent == 5 + 2 + 12);
+
+    // With nothing owed, a broadcast starts with the first worker again.
+    f.feed(message(gradient_header(0, 3, 1, 3), {1, 1, 1, 1}), 5001, 22 * ms);
+    f.sent.clear();
+    REQUIRE(f.core->on_tick(30 * ms, 30 * ms));
+    CHECK(std::get<0>(model_chunks(f.sent).front()) == 1);
+    CHECK(models_of(f.sent).size() == 12);
+}
+
+TEST_CASE("learner: a MODEL send that fails for good is not retried, and a worker that expires while owed gets nothing") {
+    constexpr std::uint64_t ms = 1'000'000;
+    LearnerFixture f;
+    register_workers(f, 2, 1 * ms);
+    f.sent.clear();
+    // Failed (not EAGAIN): each chunk is tried once and lost, as before; nothing stays owed.
+    f.room = 0;
+    f.refusal = learner::SendStatus::Failed;
+    REQUIRE(f.core->on_tick(10 * ms, 10 * ms));
+    CHECK(f.refused == 6);
+    CHECK(f.core->owed_copies() == 0);
+    CHECK_FALSE(f.core->wants_writable());
+    CHECK(f.core->counters().model_chunks_sent == 0);
+    CHECK(f.core->counters().model_sends_deferred == 0);
+
+    // WouldBlock: both copies wait; the workers then go silent past worker_timeout_ms and expire.
+    f.refusal = learner::SendStatus::WouldBlock;
+    f.feed(message(gradient_header(0, 3, 1, 2), {1, 1, 1, 1}), 5001, 12 * ms);
+    f.feed(message(gradient_header(0, 3, 2, 2), {1, 1, 1, 1}), 5002, 12 * ms);
+    REQUIRE(f.core->on_tick(20 * ms, 20 * ms));
+    CHECK(f.core->owed_copies() == 2);
+    f.room = SIZE_MAX;
+    f.sent.clear();
+    const std::uint64_t later = 20 * ms + std::uint64_t{f.config.learner.worker_timeout_ms} * ms + ms;
+    f.core->on_tick(later, later);
+    CHECK(f.core->counters().workers_expired == 2);
+    CHECK(models_of(f.sent).empty());
+    CHECK(f.core->owed_copies() == 0);
 }
 
 TEST_CASE("learner: credit_batching sends a chunk's CREDITs as one CREDIT_BATCH to the group, entry for entry") {

@@ -191,7 +191,7 @@ TEST_CASE("the senders' flight expiry and excess units are summed into the summa
     CHECK(expiring.contributions_sent == expiring.contributions_applied + expiring.contributions_dropped);
     const Summary none = run(load_scenario(base + "transport: {window_control: true, flight_expiry_rtts: 0}\n", "test"));
     CHECK(none.chunks_expired == 0);
-    CHECK(summary_csv_header().find(",chunks_expired,credits_excess,sim_end_ms,") != std::string::npos);
+    CHECK(summary_csv_header().find(",chunks_expired,credits_excess,model_sends_deferred,sim_end_ms,") != std::string::npos);
 }
 
 TEST_CASE("merge-aware window with a merge floor and pacing: contributions conserved, sums exact") {
@@ -390,6 +390,27 @@ TEST_CASE("MODEL direction by hand: requests, publishes, CREDIT frames and both 
     const Summary one = run(none);
     CHECK(one.model.down_bytes == 0);
     CHECK(one.model.up_bytes == 6 * kChunk);
+}
+
+TEST_CASE("unicast MODEL copies that find the learner's send queue full wait in the learner and all arrive whole") {
+    // The same run with room for 3 datagrams in the learner host's send queue: the three answers to
+    // t = 0's requests (6 chunks) and later the publish (6 more) do not fit at once. The learner
+    // sends what fits and the rest when the queue drains to half: nothing is lost, every worker
+    // adopts both versions, and no CREDIT is lost either (CREDIT is served first).
+    Scenario tight = model_by_hand("unicast");
+    tight.learner_nic_packets = 3;
+    const Summary r = run(tight);
+    const ModelTraffic& m = r.model;
+    CHECK(m.learner_nic_model_drops == 0);
+    CHECK(m.learner_nic_credit_drops == 0);
+    CHECK(m.sends_deferred == 4);  // answers and publish together, in this deterministic run
+    CHECK(m.unicast_chunks == 12);
+    CHECK(m.answer_chunks == 6);
+    CHECK(m.chunks_received == 12);
+    CHECK(m.versions_adopted == 6);
+    CHECK(m.workers_without_model == 0);
+    CHECK(m.verify_failures == 0);
+    CHECK(r.contributions_applied == 6);
 }
 
 TEST_CASE("model.credit_batching: each chunk's CREDITs as one CREDIT_BATCH to the group, fanned out by the switch") {

@@ -467,33 +467,80 @@ void LearnerCore::handle_model_request(const proto::Header& h, const sockaddr_in
         return;
     }
     send_model(*w, now_mono);
+    send_owed();
+}
+
+SendResult LearnerCore::send_chunk(const sockaddr_in& to, std::uint32_t worker_id, std::uint16_t k) {
+    proto::Header h;
+    h.type = proto::MsgType::Model;
+    h.elem_type = proto::ElemType::F32;
+    h.cluster_id = cluster_id_;
+    h.worker_id = worker_id;
+    h.model_version = version_;
+    h.seq = incarnation_;
+    transport::set_chunk_fields(layout_, k, h);
+    h.ts_earliest_ns = published_real_ns_;
+    h.ts_latest_ns = published_real_ns_;
+    const auto elems = transport::chunk_slice(layout_, std::span<const float>(published_), k);
+    const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), elems.size_bytes());
+    const std::size_t len = proto::encode(h, body, tx_);
+    if (len == 0) return SendStatus::Failed;
+    return send_(to, {tx_.data(), len});
 }
 
 std::uint64_t LearnerCore::send_chunks(const sockaddr_in& to, std::uint32_t worker_id) {
     std::uint64_t sent = 0;
-    for (std::uint16_t k = 0; k < layout_.chunk_count; ++k) {
-        proto::Header h;
-        h.type = proto::MsgType::Model;
-        h.elem_type = proto::ElemType::F32;
-        h.cluster_id = cluster_id_;
-        h.worker_id = worker_id;
-        h.model_version = version_;
-        h.seq = incarnation_;
-        transport::set_chunk_fields(layout_, k, h);
-        h.ts_earliest_ns = published_real_ns_;
-        h.ts_latest_ns = published_real_ns_;
-        const auto elems = transport::chunk_slice(layout_, std::span<const float>(published_), k);
-        const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems.data()), elems.size_bytes());
-        const std::size_t len = proto::encode(h, body, tx_);
-        if (len != 0 && send_(to, {tx_.data(), len})) ++sent;
-    }
+    for (std::uint16_t k = 0; k < layout_.chunk_count; ++k)
+        if (send_chunk(to, worker_id, k)) ++sent;
     return sent;
 }
 
 void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
-    c_.model_chunks_sent += send_chunks(w.addr, w.id);
     w.last_model_sent_ns = now_mono;
     ++w.models_since_heard;
+    ++c_.model_copies_owed;
+    if (w.model_owed) return;  // still waiting: it leaves as the newest version anyway
+    w.model_owed = true;
+    w.owed_version = version_;
+    w.owed_chunk = 0;
+    ++owed_copies_;
+}
+
+void LearnerCore::send_owed() {
+    // Workers in turn from where the last call stopped, so that a buffer that keeps filling up
+    // does not always serve the same workers first.
+    for (std::size_t looked = 0; looked < workers_.size() && owed_copies_ != 0 && !send_blocked_; ++looked) {
+        if (owed_cursor_ >= workers_.size()) owed_cursor_ = 0;
+        WorkerInfo& w = workers_[owed_cursor_];
+        if (w.model_owed) {
+            if (w.owed_version != version_) {  // published since: the newer version, from its first chunk
+                w.owed_version = version_;
+                w.owed_chunk = 0;
+                ++c_.model_copies_renewed;
+            }
+            while (w.active && w.owed_chunk < layout_.chunk_count) {
+                const SendResult r = send_chunk(w.addr, w.id, w.owed_chunk);
+                if (r.status == SendStatus::WouldBlock) {
+                    send_blocked_ = true;
+                    ++c_.model_sends_deferred;
+                    return;  // the cursor stays here: this copy goes on first
+                }
+                if (r) ++c_.model_chunks_sent;  // Failed (not EAGAIN): lost, as any datagram; not retried
+                ++w.owed_chunk;
+            }
+            if (w.active) ++c_.model_copies_sent;
+            w.model_owed = false;  // sent, or the worker expired while it waited
+            --owed_copies_;
+        }
+        ++owed_cursor_;
+    }
+    // All sent: the next broadcast starts with the first worker again, in registration order.
+    if (owed_copies_ == 0) owed_cursor_ = 0;
+}
+
+void LearnerCore::on_writable() {
+    send_blocked_ = false;
+    send_owed();
 }
 
 void LearnerCore::broadcast_model(std::uint64_t now_mono) {
@@ -511,6 +558,7 @@ void LearnerCore::broadcast_model(std::uint64_t now_mono) {
         }
         send_model(w, now_mono);
     }
+    send_owed();
 }
 
 void LearnerCore::broadcast_group(std::uint64_t now_mono) {
@@ -582,6 +630,8 @@ bool LearnerCore::on_tick(std::uint64_t now_real, std::uint64_t now_mono) {
     }
     if (changed) rebuild_planner();
     update_quiet(now_mono);
+    // Owed copies go on at every tick too, for an embedder that never polls for POLLOUT.
+    on_writable();
 
     if (now_mono - last_publish_mono_ >= publish_interval_ns_ &&
         publish_now(now_real, now_mono))

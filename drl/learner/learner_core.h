@@ -19,6 +19,12 @@
 // goes out only while at least one active worker has budget left, and it counts against the
 // budget of every active worker that had some (it reaches them through the switch).
 //
+// Unicast copies are owed, then sent: a publish, rebroadcast or answered request marks the worker,
+// and the copies go out whole, workers in turn, each of the version published when it leaves. When
+// the socket's buffer is full (the send function says WouldBlock) the rest wait, in the learner,
+// until on_writable() or the next tick: a copy never sits behind older versions in the kernel's
+// queue, and no worker's copy is lost to a full buffer (docs/transport.md, "Copies owed").
+//
 // Age-of-Model and staleness are computed here exactly as docs/aom.md defines them.
 #pragma once
 
@@ -81,6 +87,10 @@ struct LearnerCounters {
     std::uint64_t foreign_requests = 0;      // model requests naming another cluster
     std::uint64_t versions_published = 0;
     std::uint64_t model_chunks_sent = 0;        // unicast MODEL chunks (one per worker per chunk)
+    std::uint64_t model_copies_owed = 0;        // unicast copies decided (publish, rebroadcast, request)
+    std::uint64_t model_copies_sent = 0;        // ... that went out whole
+    std::uint64_t model_copies_renewed = 0;     // ... that went out as a newer version than decided
+    std::uint64_t model_sends_deferred = 0;     // times the socket's buffer was full and copies waited
     // Replicated delivery: one datagram per chunk to learner.model_group, whatever the member count.
     std::uint64_t model_group_sends = 0;        // publishes and rebroadcasts sent to the group
     std::uint64_t model_group_chunks_sent = 0;  // their chunks (not in model_chunks_sent)
@@ -127,6 +137,10 @@ struct WorkerInfo {
     std::uint64_t chunks_applied = 0;
     std::uint64_t credit_units = 0;        // CREDIT units sent to it (named and spread)
     bool quiet = false;                    // not heard for 2 x credit_timeout_ms: no spread units
+    // A unicast copy owed to it: owed_chunk chunks of owed_version have gone out.
+    bool model_owed = false;
+    std::uint32_t owed_version = 0;
+    std::uint16_t owed_chunk = 0;
     std::vector<SeqWindow> seen;  // per chunk index, the seqs taken (cleared on expiry)
 };
 
@@ -157,9 +171,19 @@ struct ExternalChunk {
     bool merged = false;
 };
 
+// What one send did. The socket's buffer full (EAGAIN) is WouldBlock: a MODEL copy waits for room;
+// anything else that failed is Failed. A send function may return a bool (true: Sent).
+enum class SendStatus : std::uint8_t { Sent, WouldBlock, Failed };
+struct SendResult {
+    SendStatus status = SendStatus::Sent;
+    SendResult(bool sent) noexcept : status(sent ? SendStatus::Sent : SendStatus::Failed) {}  // NOLINT: implicit by design
+    SendResult(SendStatus s) noexcept : status(s) {}                                          // NOLINT
+    explicit operator bool() const noexcept { return status == SendStatus::Sent; }
+};
+
 class LearnerCore {
 public:
-    using SendFn = std::function<bool(const sockaddr_in& to, std::span<const std::uint8_t> message)>;
+    using SendFn = std::function<SendResult(const sockaddr_in& to, std::span<const std::uint8_t> message)>;
     using ChunkHandler = std::function<void(const ExternalChunk&)>;
 
     // initial: the parameters of version 1 (or of the resumed state). Throws std::invalid_argument
@@ -175,8 +199,13 @@ public:
     // now_real: CLOCK_REALTIME ns (AoM, timestamps), now_mono: CLOCK_MONOTONIC ns (cadences).
     void on_datagram(std::span<const std::uint8_t> bytes, const sockaddr_in& from, std::uint64_t now_real,
                      std::uint64_t now_mono);
-    // Timers; call often. Returns true if a new version was published.
+    // Timers; call often. Returns true if a new version was published. Also sends owed copies.
     bool on_tick(std::uint64_t now_real, std::uint64_t now_mono);
+    // The socket's buffer has room again (poll(2) says POLLOUT): owed copies go on.
+    void on_writable();
+    // Copies are owed and the last send found the buffer full: poll for POLLOUT.
+    bool wants_writable() const noexcept { return send_blocked_ && owed_copies_ != 0; }
+    std::size_t owed_copies() const noexcept { return owed_copies_; }
     // Publishes now if anything was applied since the last version (used before evaluations and
     // at exit, so the snapshot evaluated/saved carries a version of its own).
     bool publish_now(std::uint64_t now_real, std::uint64_t now_mono);
@@ -217,8 +246,13 @@ private:
     void handle_gradient(const proto::Message& m, std::span<const std::uint8_t> bytes, const sockaddr_in& from,
                          std::uint64_t now_real, std::uint64_t now_mono);
     void handle_model_request(const proto::Header& h, const sockaddr_in& from, std::uint64_t now_mono);
+    // Owes w a unicast copy (sent by send_owed()).
     void send_model(WorkerInfo& w, std::uint64_t now_mono);
-    // Every chunk of the published model to `to`, addressed to worker_id; returns chunks sent.
+    // The owed copies, whole and workers in turn, while the socket takes them.
+    void send_owed();
+    // Chunk k of the published model to `to`, addressed to worker_id.
+    SendResult send_chunk(const sockaddr_in& to, std::uint32_t worker_id, std::uint16_t k);
+    // Every chunk of the published model to `to`; returns chunks sent.
     std::uint64_t send_chunks(const sockaddr_in& to, std::uint32_t worker_id);
     // To every active worker with budget left: a unicast copy each, or one group copy.
     void broadcast_model(std::uint64_t now_mono);
@@ -248,6 +282,10 @@ private:
     std::unique_ptr<transport::CreditPlanner> planner_;
     transport::CreditPlannerStats planner_stats_total_;  // summed over planner rebuilds
     std::vector<transport::CreditGrant> grants_;
+
+    std::size_t owed_copies_ = 0;  // workers with model_owed
+    std::size_t owed_cursor_ = 0;  // the next worker send_owed() looks at
+    bool send_blocked_ = false;    // the last MODEL send found the buffer full
 
     std::uint32_t version_ = 1;
     std::uint64_t published_real_ns_ = 0;

@@ -85,6 +85,12 @@ public:
         for (int b = 0; b < bands_; ++b) d += band_[b]->depth_bytes();
         return d;
     }
+    // Whether a datagram of frame_len bytes would be taken now (the socket would not say EAGAIN).
+    bool has_room(std::uint32_t frame_len) const noexcept {
+        return depth() < band_[0]->capacity() && depth_bytes() + frame_len <= capacity_bytes_;
+    }
+    // Writable as poll(2) reports it for a UDP socket (sock_writeable): at most half the buffer in use.
+    bool writable() const noexcept { return 2 * std::uint64_t{depth()} <= band_[0]->capacity(); }
     std::uint32_t depth_of_band(int b) const noexcept { return b < bands_ ? band_[b]->depth() : 0; }
     int bands() const noexcept { return bands_; }
 

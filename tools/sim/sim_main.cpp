@@ -279,14 +279,16 @@ int main(int argc, char** argv) {
                     static_cast<double>(m.down_credit_bytes) / 1e6);
         if (r.model_delivery != "none")
             std::printf("  model (%s): %llu versions published; chunks sent %llu unicast (%llu answering requests) + %llu to groups; "
-                        "lost at the learner's send queue %llu MODEL, %llu CREDIT; CREDIT waited there %.1f us mean, %.1f us max; "
+                        "lost at the learner's send queue %llu MODEL, %llu CREDIT; MODEL waited for room in it %llu times; "
+                        "CREDIT waited there %.1f us mean, %.1f us max; "
                         "adopted %llu, publish to adoption mean %.1f us "
                         "max %.1f us; model age at workers %.1f us; %u workers without a model; verify failures %llu\n",
                         r.model_delivery.c_str(), static_cast<unsigned long long>(m.versions_published),
                         static_cast<unsigned long long>(m.unicast_chunks), static_cast<unsigned long long>(m.answer_chunks),
                         static_cast<unsigned long long>(m.group_chunks),
                         static_cast<unsigned long long>(m.learner_nic_model_drops),
-                        static_cast<unsigned long long>(m.learner_nic_credit_drops), m.credit_wait_mean_us, m.credit_wait_max_us,
+                        static_cast<unsigned long long>(m.learner_nic_credit_drops),
+                        static_cast<unsigned long long>(m.sends_deferred), m.credit_wait_mean_us, m.credit_wait_max_us,
                         static_cast<unsigned long long>(m.versions_adopted), m.delivery_mean_us, m.delivery_max_us,
                         m.model_age_mean_us, m.workers_without_model, static_cast<unsigned long long>(m.verify_failures));
         // The switches' own counters (the pipeline's tables, named as in shesha-switch's stats).

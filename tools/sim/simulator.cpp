@@ -75,7 +75,8 @@ enum class EventType : std::uint8_t {
     TrainWake,       // training: a woken worker got its core (training.wake_us) and starts a rollout
     LearnerTick,     // training: LearnerCore::on_tick of a cluster, and its workers' timers
     Evaluate,        // training: a cluster's learner evaluates its model (learner.eval_interval_ms)
-    LearnerWake      // training: a cluster's learner got its core (training.learner_wake_us) and reads what arrived
+    LearnerWake,     // training: a cluster's learner got its core (training.learner_wake_us) and reads what arrived
+    LearnerWritable  // a learner host's send queue drained to half (POLLOUT): the cluster's owed MODEL copies go on
 };
 
 struct Event {
@@ -131,6 +132,12 @@ struct KnownWorker {
     bool sent_any = false;
     std::uint64_t last_model_sent_ns = 0;
     std::uint32_t models_since_heard = 0;
+    // A unicast copy owed (LearnerCore's WorkerInfo::model_owed): owed_chunk chunks of owed_version
+    // have gone out.
+    bool owed = false;
+    bool owed_answer = false;  // the copy answers a model request
+    std::uint32_t owed_version = 0;
+    std::uint16_t owed_chunk = 0;
 };
 
 struct Learner {
@@ -160,6 +167,9 @@ struct Learner {
     std::vector<KnownWorker> known;       // by worker index within the cluster
     std::vector<std::uint32_t> registered;  // worker ids in the order they registered (the planner's)
     std::uint32_t nic = kNoLink;          // the learner host's send queue
+    std::uint32_t owed = 0;               // workers with a unicast copy owed (LearnerCore::owed_copies_)
+    std::uint32_t owed_cursor = 0;        // the next worker send_owed() looks at
+    bool send_blocked = false;            // the last MODEL send found the send queue full
     bool credit_priority = true;          // CREDIT with TOS 0x10 (learner.credit_priority; model.credit_priority)
     std::uint32_t versions_published = 0;
     std::vector<std::uint64_t> publish_times;  // of versions 2, 3, ...: the version published at any time
@@ -443,6 +453,8 @@ struct Simulator::Impl final : FeedbackSink {
     bool training = false;
     std::vector<TrainCluster> tclusters;
     std::vector<Packet*> reading;   // on_learner_wake: the datagrams a learner reads at once
+    std::vector<std::uint8_t> writer_woken;  // per cluster: a LearnerWritable event is on its way
+    std::uint32_t next_writer_first = 0;     // wake_writers' rotation
     std::vector<TrainWorker> tworkers;
     // Every cluster reached its target (training.stop_at_target): no new rollouts, ticks, requests
     // or samples; what is in flight drains (so contributions stay conserved), then the run ends.
@@ -842,6 +854,7 @@ struct Simulator::Impl final : FeedbackSink {
             }
             learners.push_back(std::move(L));
         }
+        writer_woken.assign(learners.size(), 0);
     }
 
     // ---- data path ----
@@ -881,6 +894,7 @@ struct Simulator::Impl final : FeedbackSink {
             if (c < learners.size()) learners[c]->bottleneck_bytes += d.frame_len;
         }
         if (link.learner_port != kNoLink) count_learner_port(link, *p, d.frame_len, tx);
+        if (link.level == HopLevel::LearnerNic && link.host_queue->writable()) wake_writers(link_id);
         if (link.level == HopLevel::LearnerNic && is_credit(p->frame[frame::kUdpPayloadOffset + proto::off::kType])) {
             // How long CREDITs waited in the learner host's send queue (behind MODEL, unless served ahead).
             ++credit_waits;
@@ -1137,7 +1151,13 @@ struct Simulator::Impl final : FeedbackSink {
 
     // LearnerCore::send_chunks: every chunk of the published version to one destination.
     void send_chunks(Learner& L, std::uint16_t c, const frame::Endpoints& ep, std::uint32_t worker_id) {
-        for (std::uint16_t k = 0; k < layout.chunk_count; ++k) {
+        for (std::uint16_t k = 0; k < layout.chunk_count; ++k) send_chunk(L, c, ep, worker_id, k);
+    }
+
+    // LearnerCore::send_chunk: chunk k of the published version. False, with nothing sent, when it
+    // is a unicast chunk and the learner's send queue has no room for it (EAGAIN).
+    bool send_chunk(Learner& L, std::uint16_t c, const frame::Endpoints& ep, std::uint32_t worker_id, std::uint16_t k) {
+        {
             proto::Header h;
             h.type = proto::MsgType::Model;
             h.elem_type = proto::ElemType::F32;
@@ -1151,21 +1171,87 @@ struct Simulator::Impl final : FeedbackSink {
             const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems),
                                                      std::size_t{layout.elems_in(k)} * sizeof(float));
             Packet* p = build_frame(ep, h, body);
-            if (p == nullptr) continue;
+            if (p == nullptr) return true;
+            if (worker_id != drl::kEveryWorker && !links[L.nic].host_queue->has_room(p->len)) {
+                pool.free(p);
+                return false;
+            }
             if (worker_id == drl::kEveryWorker) ++sum.model.group_chunks;
             else ++sum.model.unicast_chunks;
             learner_send(L, p);
         }
+        return true;
     }
 
-    // LearnerCore::send_model: one worker's unicast copy.
-    void send_model(Learner& L, std::uint16_t c, std::uint32_t index) {
-        const std::uint32_t w = L.first_worker + index;
-        send_chunks(L, c, learner_to(c, worker_mac(w), worker_ip(w)), w);
+    // LearnerCore::send_model: owes one worker a unicast copy (send_owed() sends it).
+    void send_model(Learner& L, std::uint32_t index, bool answer = false) {
         KnownWorker& k = L.known[index];
         k.sent_any = true;
         k.last_model_sent_ns = now;
         ++k.models_since_heard;
+        k.owed_answer = k.owed_answer || answer;
+        if (k.owed) return;
+        k.owed = true;
+        k.owed_version = L.published;
+        k.owed_chunk = 0;
+        ++L.owed;
+    }
+
+    // LearnerCore::send_owed: the owed copies, whole and workers in turn, while the send queue
+    // takes them; the rest wait for it to drain to half (wake_writers).
+    void send_owed(Learner& L, std::uint16_t c) {
+        for (std::uint32_t looked = 0; looked < L.workers && L.owed != 0 && !L.send_blocked; ++looked) {
+            if (L.owed_cursor >= L.workers) L.owed_cursor = 0;
+            const std::uint32_t i = L.owed_cursor;
+            KnownWorker& k = L.known[i];
+            if (k.owed) {
+                if (k.owed_version != L.published) {
+                    k.owed_version = L.published;
+                    k.owed_chunk = 0;
+                }
+                const std::uint32_t w = L.first_worker + i;
+                const frame::Endpoints ep = learner_to(c, worker_mac(w), worker_ip(w));
+                while (k.owed_chunk < layout.chunk_count) {
+                    if (!send_chunk(L, c, ep, w, k.owed_chunk)) {
+                        L.send_blocked = true;
+                        ++sum.model.sends_deferred;
+                        return;
+                    }
+                    if (k.owed_answer) ++sum.model.answer_chunks;
+                    ++k.owed_chunk;
+                }
+                k.owed = false;
+                k.owed_answer = false;
+                --L.owed;
+            }
+            ++L.owed_cursor;
+        }
+        if (L.owed == 0) L.owed_cursor = 0;
+    }
+
+    // poll(2)'s POLLOUT: the learners whose MODEL copies waited for this send queue go on.
+    // Learners sharing the queue are woken from a rotating first one, so that none always fills
+    // the room before the others.
+    void wake_writers(std::uint32_t link_id) {
+        const auto n = static_cast<std::uint32_t>(learners.size());
+        const std::uint32_t first = next_writer_first++ % std::max<std::uint32_t>(n, 1);
+        for (std::uint32_t j = 0; j < n; ++j) {
+            const std::uint32_t c = first + j < n ? first + j : first + j - n;
+            if (learners[c]->nic != link_id) continue;
+            const bool waiting = training ? tclusters[c].core->wants_writable() : learners[c]->send_blocked;
+            if (!waiting || writer_woken[c]) continue;
+            writer_woken[c] = 1;
+            schedule_simple(now, EventType::LearnerWritable, c);
+        }
+    }
+    void on_writable(std::uint16_t c) {
+        writer_woken[c] = 0;
+        if (training) {
+            if (!tclusters[c].stopped) tclusters[c].core->on_writable();
+            return;
+        }
+        learners[c]->send_blocked = false;
+        send_owed(*learners[c], c);
     }
 
     // LearnerCore::broadcast_model and broadcast_group: a publish or rebroadcast, to every known
@@ -1180,7 +1266,7 @@ struct Simulator::Impl final : FeedbackSink {
                 continue;
             }
             if (!replicated) {
-                send_model(L, c, i);
+                send_model(L, i);
                 continue;
             }
             any_budget = true;
@@ -1189,6 +1275,7 @@ struct Simulator::Impl final : FeedbackSink {
             ++k.models_since_heard;
         }
         if (replicated && any_budget) send_chunks(L, c, learner_to(c, group_mac(group_ip(c)), group_ip(c)), drl::kEveryWorker);
+        send_owed(L, c);
     }
 
     // LearnerCore::publish_now: a new version once the interval passed and something was applied.
@@ -1265,9 +1352,8 @@ struct Simulator::Impl final : FeedbackSink {
             return;
         }
         ++sum.model.requests_answered;
-        const std::uint64_t before = sum.model.unicast_chunks;
-        send_model(L, c, w - L.first_worker);
-        sum.model.answer_chunks += sum.model.unicast_chunks - before;
+        send_model(L, w - L.first_worker, true);
+        send_owed(L, c);
     }
 
     // A frame reaches a worker down its port: CREDIT for its sender, MODEL for its receiver.
@@ -1548,8 +1634,10 @@ struct Simulator::Impl final : FeedbackSink {
     }
 
     // LearnerCore's send function: a datagram to a worker (or to the cluster's group) onto the
-    // learner host's send queue. False when that queue is full (MSG_DONTWAIT's EAGAIN).
-    bool core_send(std::uint16_t c, const sockaddr_in& to, std::span<const std::uint8_t> message) {
+    // learner host's send queue. WouldBlock when that queue is full (MSG_DONTWAIT's EAGAIN): a
+    // unicast MODEL chunk is then not sent at all (the core keeps its copy owed), anything else is
+    // lost there (counted), as shesha-learner's socket does.
+    learner::SendResult core_send(std::uint16_t c, const sockaddr_in& to, std::span<const std::uint8_t> message) {
         const std::uint32_t ip = ntohl(to.sin_addr.s_addr);
         core::Mac mac;
         if (replicated && ip == group_ip(c)) {
@@ -1562,13 +1650,19 @@ struct Simulator::Impl final : FeedbackSink {
         Packet* p = message_frame(learner_to(c, mac, ip), message);
         if (p == nullptr) return false;
         const auto type = static_cast<proto::MsgType>(message[proto::off::kType]);
+        const bool unicast_model =
+            type == proto::MsgType::Model && be::load32(message.data() + proto::off::kWorkerId) != drl::kEveryWorker;
+        if (unicast_model && !links[learners[c]->nic].host_queue->has_room(p->len)) {
+            pool.free(p);
+            return learner::SendStatus::WouldBlock;
+        }
         if (type == proto::MsgType::Model) {
-            if (be::load32(message.data() + proto::off::kWorkerId) == drl::kEveryWorker) ++sum.model.group_chunks;
-            else ++sum.model.unicast_chunks;
+            if (unicast_model) ++sum.model.unicast_chunks;
+            else ++sum.model.group_chunks;
         }
         const std::uint64_t drops = sum.model.learner_nic_drops;
         learner_send(*learners[c], p);
-        return sum.model.learner_nic_drops == drops;
+        return sum.model.learner_nic_drops == drops ? learner::SendStatus::Sent : learner::SendStatus::WouldBlock;
     }
 
     void on_learner_wake(std::uint32_t c) {
@@ -1868,6 +1962,7 @@ struct Simulator::Impl final : FeedbackSink {
             sum.model.requests_answered += lc.model_requests - lc.model_requests_rate_limited;
             sum.model.requests_rate_limited += lc.model_requests_rate_limited;
             sum.model.models_withheld += lc.models_withheld + lc.model_group_withheld;
+            sum.model.sends_deferred += lc.model_sends_deferred;
         }
         sum.compute_wall_s = compute_wall_ns / 1e9;
     }
@@ -1986,6 +2081,7 @@ struct Simulator::Impl final : FeedbackSink {
                 case EventType::LearnerTick: on_learner_tick(e.index); break;
                 case EventType::Evaluate: on_evaluate(e.index); break;
                 case EventType::LearnerWake: on_learner_wake(e.index); break;
+                case EventType::LearnerWritable: on_writable(static_cast<std::uint16_t>(e.index)); break;
             }
         }
         const auto wall1 = std::chrono::steady_clock::now();
@@ -2159,7 +2255,7 @@ std::string summary_csv_header() {
          "model_requests_answered,model_requests_rate_limited,models_withheld,model_chunks_received,versions_adopted,"
          "model_assemblies_abandoned,model_verify_failures,workers_without_model,model_delivery_mean_us,"
          "model_delivery_max_us,model_age_mean_us,first_model_mean_us,learner_send_credit_wait_mean_us,"
-         "learner_send_credit_wait_max_us,chunks_expired,credits_excess";
+         "learner_send_credit_wait_max_us,chunks_expired,credits_excess,model_sends_deferred";
     h += ",sim_end_ms,events,wall_s,packets_per_wall_s\n";
     return h;
 }
@@ -2185,7 +2281,7 @@ std::string summary_csv_row(const std::string& label, const Scenario& s, const S
                        m.chunks_received, m.versions_adopted, m.assemblies_abandoned, m.verify_failures,
                        m.workers_without_model, m.delivery_mean_us, m.delivery_max_us, m.model_age_mean_us,
                        m.first_model_mean_us, m.credit_wait_mean_us, m.credit_wait_max_us);
-    row += fmt::format(",{},{}", r.chunks_expired, r.credits_excess);
+    row += fmt::format(",{},{},{}", r.chunks_expired, r.credits_excess, m.sends_deferred);
     row += fmt::format(",{:.3f},{},{:.3f},{:.0f}\n", r.sim_end_ms, r.events, r.wall_s, r.packets_per_wall_s);
     return row;
 }

@@ -87,6 +87,7 @@ struct ModelTraffic {
     std::uint64_t unicast_chunks = 0;      // MODEL chunks the learners sent to one worker
     std::uint64_t group_chunks = 0;        // MODEL chunks sent once to a cluster's group
     std::uint64_t answer_chunks = 0;       // of unicast_chunks: answers to model requests (unicast either way)
+    std::uint64_t sends_deferred = 0;      // a unicast MODEL chunk found the learner's send queue full and waited
     std::uint64_t requests_sent = 0;       // model requests the workers sent
     std::uint64_t requests_answered = 0;
     std::uint64_t requests_rate_limited = 0;
