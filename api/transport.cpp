@@ -406,6 +406,10 @@ struct LearnerEndpoint::Impl {
                     // CREDIT with IP TOS 0x10 (learner.credit_priority), so that the host's
                     // qdisc serves it ahead of MODEL; everything else with the socket's TOS, 0.
                     const std::uint8_t tos = learner::datagram_tos(config.learner, msg);
+                    // Unicast MODEL uses at most half the socket's buffer (POLLOUT's measure): the
+                    // other half stays for CREDIT, which is never deferred.
+                    const bool unicast_model = is_unicast_model(msg);
+                    if (unicast_model && !net::writable(fd)) return learner::SendStatus::WouldBlock;
                     if (net::send_datagram(fd, to, msg, tos != 0 ? std::optional<std::uint8_t>(tos) : std::nullopt))
                         return learner::SendStatus::Sent;
                     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -414,7 +418,7 @@ struct LearnerEndpoint::Impl {
                     }
                     // The socket's buffer is full. A unicast MODEL chunk waits in the core for room
                     // (not lost); anything else is lost, as before.
-                    if (!is_unicast_model(msg)) ++send_errors;
+                    if (!unicast_model) ++send_errors;
                     return learner::SendStatus::WouldBlock;
                 });
         } catch (const std::invalid_argument& e) {

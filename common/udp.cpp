@@ -1,6 +1,7 @@
 #include "udp.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -98,6 +99,11 @@ bool send_datagram(int fd, const sockaddr_in& to, std::span<const std::uint8_t> 
     std::memcpy(CMSG_DATA(c), &value, sizeof value);
     const ssize_t n = sendmsg(fd, &msg, MSG_DONTWAIT);
     return n == static_cast<ssize_t>(datagram.size());
+}
+
+bool writable(int fd) {
+    pollfd pfd{fd, POLLOUT, 0};
+    return ::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT) != 0;
 }
 
 std::uint16_t local_port(int fd) {

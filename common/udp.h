@@ -39,6 +39,9 @@ std::uint16_t local_port(int fd);
 // sets its queueing priority from it (rt_tos2priority), whatever the socket's IP_TOS; without,
 // the socket's own TOS applies. True if the whole datagram was taken; false (errno set) otherwise,
 // a full socket buffer or qdisc included.
+// Whether poll(2) reports the socket writable now (for UDP: at most half its send buffer in use).
+bool writable(int fd);
+
 bool send_datagram(int fd, const sockaddr_in& to, std::span<const std::uint8_t> datagram,
                    std::optional<std::uint8_t> tos = std::nullopt);
 

@@ -225,6 +225,10 @@ std::string summary_json(const Options& o, const LearnerCore& core, metrics::Aom
     j["model"] = json::Json::object();
     j["model"]["versions_published"] = c.versions_published;
     j["model"]["chunks_sent"] = c.model_chunks_sent;
+    j["model"]["copies_owed"] = c.model_copies_owed;
+    j["model"]["copies_sent"] = c.model_copies_sent;
+    j["model"]["copies_renewed"] = c.model_copies_renewed;
+    j["model"]["sends_deferred"] = c.model_sends_deferred;
     j["model"]["delivery"] = core.replicated() ? "replicated" : "unicast";
     if (core.replicated()) j["model"]["group"] = net::format_endpoint(core.model_group());
     j["model"]["group_sends"] = c.model_group_sends;

@@ -93,6 +93,13 @@ std::string learner_prometheus_text(LearnerCore& core, const LearnerRunMetrics& 
     counter("shesha_learner_versions_published_total", "Model versions published (model.versions_published)",
             c.versions_published);
     counter("shesha_learner_model_chunks_sent_total", "MODEL chunks sent by unicast (model.chunks_sent)", c.model_chunks_sent);
+    counter("shesha_learner_model_copies_owed_total", "Unicast MODEL copies decided: publish, rebroadcast, answer (model.copies_owed)",
+            c.model_copies_owed);
+    counter("shesha_learner_model_copies_sent_total", "Unicast MODEL copies that went out whole (model.copies_sent)",
+            c.model_copies_sent);
+    counter("shesha_learner_model_sends_deferred_total",
+            "Times the socket buffer was full and unicast MODEL copies waited in the learner (model.sends_deferred)",
+            c.model_sends_deferred);
     counter("shesha_learner_model_group_sends_total",
             "Publishes and rebroadcasts sent once to learner.model_group (model.group_sends)", c.model_group_sends);
     counter("shesha_learner_model_group_chunks_sent_total", "MODEL chunks sent to learner.model_group (model.group_chunks_sent)",

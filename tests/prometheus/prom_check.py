@@ -175,6 +175,9 @@ def learner(url, learner_json, cluster):
         ('shesha_learner_model_group_sends_total', j['model']['group_sends']),
         ('shesha_learner_model_group_chunks_sent_total', j['model']['group_chunks_sent']),
         ('shesha_learner_model_group_withheld_total', j['model']['group_withheld']),
+        ('shesha_learner_model_copies_owed_total', j['model']['copies_owed']),
+        ('shesha_learner_model_copies_sent_total', j['model']['copies_sent']),
+        ('shesha_learner_model_sends_deferred_total', j['model']['sends_deferred']),
     ]
     for name, want in pairs:
         got = one(name)

@@ -89,8 +89,9 @@ public:
     bool has_room(std::uint32_t frame_len) const noexcept {
         return depth() < band_[0]->capacity() && depth_bytes() + frame_len <= capacity_bytes_;
     }
-    // Writable as poll(2) reports it for a UDP socket (sock_writeable): at most half the buffer in use.
-    bool writable() const noexcept { return 2 * std::uint64_t{depth()} <= band_[0]->capacity(); }
+    // Writable as poll(2) reports it for a UDP socket (sock_writeable): less than half the buffer in
+    // use. The learners send unicast MODEL only then, so that CREDIT always finds the other half.
+    bool writable() const noexcept { return 2 * std::uint64_t{depth()} < band_[0]->capacity(); }
     std::uint32_t depth_of_band(int b) const noexcept { return b < bands_ ? band_[b]->depth() : 0; }
     int bands() const noexcept { return bands_; }
 

@@ -1155,7 +1155,8 @@ struct Simulator::Impl final : FeedbackSink {
     }
 
     // LearnerCore::send_chunk: chunk k of the published version. False, with nothing sent, when it
-    // is a unicast chunk and the learner's send queue has no room for it (EAGAIN).
+    // is a unicast chunk and the learner's send queue is half full or more (shesha-learner's
+    // WouldBlock: it sends unicast MODEL only while its socket is writable).
     bool send_chunk(Learner& L, std::uint16_t c, const frame::Endpoints& ep, std::uint32_t worker_id, std::uint16_t k) {
         {
             proto::Header h;
@@ -1172,7 +1173,8 @@ struct Simulator::Impl final : FeedbackSink {
                                                      std::size_t{layout.elems_in(k)} * sizeof(float));
             Packet* p = build_frame(ep, h, body);
             if (p == nullptr) return true;
-            if (worker_id != drl::kEveryWorker && !links[L.nic].host_queue->has_room(p->len)) {
+            const HostQueue& q = *links[L.nic].host_queue;
+            if (worker_id != drl::kEveryWorker && (!q.writable() || !q.has_room(p->len))) {
                 pool.free(p);
                 return false;
             }
@@ -1198,7 +1200,7 @@ struct Simulator::Impl final : FeedbackSink {
     }
 
     // LearnerCore::send_owed: the owed copies, whole and workers in turn, while the send queue
-    // takes them; the rest wait for it to drain to half (wake_writers).
+    // takes them; the rest wait for it to drain below half (wake_writers).
     void send_owed(Learner& L, std::uint16_t c) {
         for (std::uint32_t looked = 0; looked < L.workers && L.owed != 0 && !L.send_blocked; ++looked) {
             if (L.owed_cursor >= L.workers) L.owed_cursor = 0;
@@ -1634,9 +1636,9 @@ struct Simulator::Impl final : FeedbackSink {
     }
 
     // LearnerCore's send function: a datagram to a worker (or to the cluster's group) onto the
-    // learner host's send queue. WouldBlock when that queue is full (MSG_DONTWAIT's EAGAIN): a
-    // unicast MODEL chunk is then not sent at all (the core keeps its copy owed), anything else is
-    // lost there (counted), as shesha-learner's socket does.
+    // learner host's send queue, as shesha-learner's socket does: a unicast MODEL chunk only while
+    // the queue is less than half full (writable), else WouldBlock and nothing sent (the core keeps
+    // its copy owed); anything else is lost when the queue is full (MSG_DONTWAIT's EAGAIN, counted).
     learner::SendResult core_send(std::uint16_t c, const sockaddr_in& to, std::span<const std::uint8_t> message) {
         const std::uint32_t ip = ntohl(to.sin_addr.s_addr);
         core::Mac mac;
@@ -1652,7 +1654,8 @@ struct Simulator::Impl final : FeedbackSink {
         const auto type = static_cast<proto::MsgType>(message[proto::off::kType]);
         const bool unicast_model =
             type == proto::MsgType::Model && be::load32(message.data() + proto::off::kWorkerId) != drl::kEveryWorker;
-        if (unicast_model && !links[learners[c]->nic].host_queue->has_room(p->len)) {
+        const HostQueue& q = *links[learners[c]->nic].host_queue;
+        if (unicast_model && (!q.writable() || !q.has_room(p->len))) {
             pool.free(p);
             return learner::SendStatus::WouldBlock;
         }
