@@ -399,16 +399,18 @@ struct LearnerEndpoint::Impl {
         fd = open_socket(bind_ip, static_cast<std::uint16_t>(o.port < 0 ? config.udp_port : o.port), 8 << 20, std::nullopt,
                          config.learner.model_delivery == drl::ModelDelivery::Replicated);
         const auto incarnation = static_cast<std::uint32_t>(clock::realtime_ns() / 1'000'000);
+        const bool replicated = config.learner.model_delivery == drl::ModelDelivery::Replicated;
         try {
             core = std::make_unique<learner::LearnerCore>(
                 config, o.cluster_id, o.initial_parameters, incarnation,
-                [this](const sockaddr_in& to, std::span<const std::uint8_t> msg) {
+                [this, replicated](const sockaddr_in& to, std::span<const std::uint8_t> msg) -> learner::SendResult {
                     // CREDIT with IP TOS 0x10 (learner.credit_priority), so that the host's
                     // qdisc serves it ahead of MODEL; everything else with the socket's TOS, 0.
                     const std::uint8_t tos = learner::datagram_tos(config.learner, msg);
-                    // Unicast MODEL uses at most half the socket's buffer (POLLOUT's measure): the
-                    // other half stays for CREDIT, which is never deferred.
-                    const bool unicast_model = is_unicast_model(msg);
+                    // With unicast delivery, MODEL uses at most half the socket's buffer (POLLOUT's
+                    // measure): the other half stays for CREDIT, which is never deferred. (With
+                    // replicated delivery only answers are unicast, sent at once as before.)
+                    const bool unicast_model = !replicated && is_unicast_model(msg);
                     if (unicast_model && !net::writable(fd)) return learner::SendStatus::WouldBlock;
                     if (net::send_datagram(fd, to, msg, tos != 0 ? std::optional<std::uint8_t>(tos) : std::nullopt))
                         return learner::SendStatus::Sent;
@@ -416,8 +418,8 @@ struct LearnerEndpoint::Impl {
                         ++send_errors;
                         return learner::SendStatus::Failed;
                     }
-                    // The socket's buffer is full. A unicast MODEL chunk waits in the core for room
-                    // (not lost); anything else is lost, as before.
+                    // The socket's buffer is full. With unicast delivery a MODEL chunk waits in the
+                    // core for room (not lost); anything else is lost, as before.
                     if (!unicast_model) ++send_errors;
                     return learner::SendStatus::WouldBlock;
                 });

@@ -498,6 +498,12 @@ std::uint64_t LearnerCore::send_chunks(const sockaddr_in& to, std::uint32_t work
 void LearnerCore::send_model(WorkerInfo& w, std::uint64_t now_mono) {
     w.last_model_sent_ns = now_mono;
     ++w.models_since_heard;
+    if (replicated_) {
+        // Only answers are unicast here, and the next group copy reaches the worker anyway: an
+        // answer the socket refuses is dropped rather than queued ahead of that copy.
+        c_.model_chunks_sent += send_chunks(w.addr, w.id);
+        return;
+    }
     ++c_.model_copies_owed;
     if (w.model_owed) return;  // still waiting: it leaves as the newest version anyway
     w.model_owed = true;

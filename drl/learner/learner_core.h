@@ -23,7 +23,8 @@
 // and the copies go out whole, workers in turn, each of the version published when it leaves. When
 // the socket's buffer is full (the send function says WouldBlock) the rest wait, in the learner,
 // until on_writable() or the next tick: a copy never sits behind older versions in the kernel's
-// queue, and no worker's copy is lost to a full buffer (docs/transport.md, "Copies owed").
+// queue, and no worker's copy is lost to a full buffer (docs/transport.md, "Copies owed"). With
+// replicated delivery only answers are unicast; they go at once, as the group copy follows.
 //
 // Age-of-Model and staleness are computed here exactly as docs/aom.md defines them.
 #pragma once

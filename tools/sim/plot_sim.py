@@ -6,6 +6,10 @@
   plot_sim.py study  summary.csv IMG_DIR                       scaling plots from a sweep (run_study.py)
   plot_sim.py slots  OUT_DIR/slots.csv IMG.png                 a slotted replay (shesha-sim --replay)
   plot_sim.py model  summary.csv IMG_DIR                       the MODEL study (run_study.py --model)
+  plot_sim.py compare BEFORE.csv AFTER.csv STUDY ARMS IMG.png  one sweep of two study runs (run_study.py
+                                                               --seeds), arms comma-separated: AoM,
+                                                               staleness, workers without a model and
+                                                               contributions applied, medians over seeds
 """
 import csv
 import sys
@@ -269,6 +273,44 @@ def plot_slots(slots_csv, out_png):
     plt.close(fig)
 
 
+def plot_compare(before_csv, after_csv, study, arms, out_png):
+    """Medians over seeds along one sweep (STUDY/X/ARM/sSEED labels), before (dashed) and after."""
+    metrics = (("aom_mean_us", "AoM mean (us)"), ("staleness_mean", "staleness (versions)"),
+               ("workers_without_model", "workers without a model"), ("contributions_applied", "contributions applied"))
+
+    def medians(path):
+        cells = defaultdict(list)
+        for r in read_rows(path):
+            parts = r["label"].split("/")
+            if len(parts) != 4 or parts[0] != study or parts[2] not in arms:
+                continue
+            cells[(parts[2], float(parts[1]))].append(r)
+        out = {}
+        for (arm, x), rows in cells.items():
+            out[(arm, x)] = {k: sorted(float(r[k]) for r in rows)[(len(rows) - 1) // 2] for k, _ in metrics}
+        return out
+
+    before, after = medians(before_csv), medians(after_csv)
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    colours = ["tab:green", "tab:blue", "tab:red", "tab:purple"]
+    for ax, (key, title) in zip(axes.flat, metrics):
+        for i, arm in enumerate(arms):
+            for data, style, when in ((before, "--", "before"), (after, "-", "after")):
+                xs = sorted(x for a, x in data if a == arm)
+                if xs:
+                    ax.plot(xs, [data[(arm, x)][key] for x in xs], style, marker="o", color=colours[i % len(colours)],
+                            label=f"{arm}, {when}")
+        ax.set_xscale("log", base=2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(study.split("-")[0])
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{study}: {before_csv} (dashed) against {after_csv} (solid), medians over seeds", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+
+
 def main(argv):
     if len(argv) >= 4 and argv[1] == "series":
         label = argv[argv.index("--label") + 1] if "--label" in argv else None
@@ -279,6 +321,8 @@ def main(argv):
         plot_study(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "model":
         plot_model_study(argv[2], argv[3])
+    elif len(argv) == 7 and argv[1] == "compare":
+        plot_compare(argv[2], argv[3], argv[4], argv[5].split(","), argv[6])
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -1174,7 +1174,7 @@ struct Simulator::Impl final : FeedbackSink {
             Packet* p = build_frame(ep, h, body);
             if (p == nullptr) return true;
             const HostQueue& q = *links[L.nic].host_queue;
-            if (worker_id != drl::kEveryWorker && (!q.writable() || !q.has_room(p->len))) {
+            if (!replicated && worker_id != drl::kEveryWorker && (!q.writable() || !q.has_room(p->len))) {
                 pool.free(p);
                 return false;
             }
@@ -1185,12 +1185,20 @@ struct Simulator::Impl final : FeedbackSink {
         return true;
     }
 
-    // LearnerCore::send_model: owes one worker a unicast copy (send_owed() sends it).
-    void send_model(Learner& L, std::uint32_t index, bool answer = false) {
+    // LearnerCore::send_model: owes one worker a unicast copy (send_owed() sends it); with
+    // replicated delivery (only answers are unicast) the copy goes at once.
+    void send_model(Learner& L, std::uint16_t c, std::uint32_t index, bool answer = false) {
         KnownWorker& k = L.known[index];
         k.sent_any = true;
         k.last_model_sent_ns = now;
         ++k.models_since_heard;
+        if (replicated) {
+            const std::uint32_t w = L.first_worker + index;
+            const std::uint64_t before = sum.model.unicast_chunks;
+            send_chunks(L, c, learner_to(c, worker_mac(w), worker_ip(w)), w);
+            if (answer) sum.model.answer_chunks += sum.model.unicast_chunks - before;
+            return;
+        }
         k.owed_answer = k.owed_answer || answer;
         if (k.owed) return;
         k.owed = true;
@@ -1268,7 +1276,7 @@ struct Simulator::Impl final : FeedbackSink {
                 continue;
             }
             if (!replicated) {
-                send_model(L, i);
+                send_model(L, c, i);
                 continue;
             }
             any_budget = true;
@@ -1354,7 +1362,7 @@ struct Simulator::Impl final : FeedbackSink {
             return;
         }
         ++sum.model.requests_answered;
-        send_model(L, w - L.first_worker, true);
+        send_model(L, c, w - L.first_worker, true);
         send_owed(L, c);
     }
 
@@ -1655,7 +1663,7 @@ struct Simulator::Impl final : FeedbackSink {
         const bool unicast_model =
             type == proto::MsgType::Model && be::load32(message.data() + proto::off::kWorkerId) != drl::kEveryWorker;
         const HostQueue& q = *links[learners[c]->nic].host_queue;
-        if (unicast_model && (!q.writable() || !q.has_room(p->len))) {
+        if (unicast_model && !replicated && (!q.writable() || !q.has_room(p->len))) {
             pool.free(p);
             return learner::SendStatus::WouldBlock;
         }
