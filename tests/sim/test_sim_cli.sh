@@ -81,4 +81,15 @@ rc=0; $cmp "$cmp_py" "$out/bad.csv" merge > "$out/bad.txt" 2>&1 || rc=$?
 [[ $rc -eq 1 ]] && grep -q 'bad.csv:2: label .bogus. is not STUDY/X/ARM/sSEED' "$out/bad.txt" || { cat "$out/bad.txt" >&2; fail "compare_arms: bad label"; }
 rc=0; $cmp "$cmp_py" "$out/missing.csv" merge > "$out/bad.txt" 2>&1 || rc=$?
 [[ $rc -eq 1 ]] && grep -q 'cannot read' "$out/bad.txt" && ! grep -q Traceback "$out/bad.txt" || fail "compare_arms: missing file"
+# plot_sim.py compare: the same rows as before and after draw a PNG; a study with no rows, or a
+# missing file, is a clear message and exit 1, no traceback.
+"$cmp" "$configs/../tools/sim/plot_sim.py" compare "$out/cmp/summary.csv" "$out/cmp/summary.csv" tor merge,merge+window \
+    "$out/cmp.png" || fail "plot_sim.py compare exited $?"
+[[ -s "$out/cmp.png" ]] || fail "plot_sim.py compare wrote no PNG"
+rc=0; "$cmp" "$configs/../tools/sim/plot_sim.py" compare "$out/cmp/summary.csv" "$out/cmp/summary.csv" leafspine merge \
+    "$out/none.png" > "$out/bad.txt" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'has no rows labelled leafspine' "$out/bad.txt" && [[ ! -e "$out/none.png" ]] || { cat "$out/bad.txt" >&2; fail "plot_sim.py compare: no rows"; }
+rc=0; "$cmp" "$configs/../tools/sim/plot_sim.py" compare "$out/missing.csv" "$out/cmp/summary.csv" tor merge \
+    "$out/none.png" > "$out/bad.txt" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'cannot read' "$out/bad.txt" && ! grep -q Traceback "$out/bad.txt" || fail "plot_sim.py compare: missing file"
 echo "sim CLI: ok"

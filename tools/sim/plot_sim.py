@@ -280,11 +280,17 @@ def plot_compare(before_csv, after_csv, study, arms, out_png):
 
     def medians(path):
         cells = defaultdict(list)
-        for r in read_rows(path):
+        try:
+            rows = read_rows(path)
+        except OSError as e:
+            sys.exit(f"plot_sim.py compare: cannot read {path}: {e.strerror}")
+        for r in rows:
             parts = r["label"].split("/")
             if len(parts) != 4 or parts[0] != study or parts[2] not in arms:
                 continue
             cells[(parts[2], float(parts[1]))].append(r)
+        if not cells:
+            sys.exit(f"plot_sim.py compare: {path} has no rows labelled {study}/X/ARM/sSEED for arms {','.join(arms)}")
         out = {}
         for (arm, x), rows in cells.items():
             out[(arm, x)] = {k: sorted(float(r[k]) for r in rows)[(len(rows) - 1) // 2] for k, _ in metrics}
