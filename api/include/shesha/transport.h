@@ -173,7 +173,8 @@ public:
 
     // Receives and handles every waiting datagram, answers model requests, and publishes a new
     // version when learner.publish_interval_ms has passed and something was applied. Waits up to
-    // timeout_ms for a datagram when none is waiting.
+    // timeout_ms for a datagram when none is waiting (or, with unicast MODEL copies waiting for
+    // the socket, for room in it: docs/transport.md, "Copies owed").
     void poll(int timeout_ms = 0);
 
     // The learner's current parameters (written by the built-in optimizer or by you: taking the
