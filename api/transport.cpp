@@ -67,7 +67,7 @@ int open_socket(in_addr bind, std::uint16_t port, int buffer_bytes, std::optiona
     return fd;
 }
 
-void wait_readable(int fd, int timeout_ms, bool or_writable = false) {
+void wait_ready(int fd, int timeout_ms, bool or_writable = false) {
     if (timeout_ms <= 0) return;
     pollfd pfd{fd, static_cast<short>(POLLIN | (or_writable ? POLLOUT : 0)), 0};
     ::poll(&pfd, 1, timeout_ms);
@@ -238,7 +238,7 @@ struct WorkerTransport::Impl {
 
     void poll(int timeout_ms) {
         pollfd pfd{fd, POLLIN, 0};
-        if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_readable(fd, timeout_ms);
+        if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_ready(fd, timeout_ms);
         receive();
         const std::uint64_t now = clock::monotonic_ns();
         sender.on_timeout(now);
@@ -466,7 +466,7 @@ void LearnerEndpoint::poll(int timeout_ms) {
     // With MODEL copies waiting for the socket's buffer, room in it wakes the learner too.
     const bool writable_wanted = m.core->wants_writable();
     pollfd pfd{m.fd, static_cast<short>(POLLIN | (writable_wanted ? POLLOUT : 0)), 0};
-    if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_readable(m.fd, timeout_ms, writable_wanted);
+    if (timeout_ms > 0 && ::poll(&pfd, 1, 0) == 0) wait_ready(m.fd, timeout_ms, writable_wanted);
     for (int i = 0; i < kReceiveBurst; ++i) {
         sockaddr_in from{};
         socklen_t from_len = sizeof from;

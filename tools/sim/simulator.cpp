@@ -1158,31 +1158,37 @@ struct Simulator::Impl final : FeedbackSink {
     // is a unicast chunk and the learner's send queue is half full or more (shesha-learner's
     // WouldBlock: it sends unicast MODEL only while its socket is writable).
     bool send_chunk(Learner& L, std::uint16_t c, const frame::Endpoints& ep, std::uint32_t worker_id, std::uint16_t k) {
-        {
-            proto::Header h;
-            h.type = proto::MsgType::Model;
-            h.elem_type = proto::ElemType::F32;
-            h.cluster_id = c;
-            h.worker_id = worker_id;
-            h.model_version = L.published;
-            transport::set_chunk_fields(layout, k, h);
-            h.ts_earliest_ns = L.published_ns;
-            h.ts_latest_ns = L.published_ns;
-            const float* elems = L.published_params.data() + layout.offset(k);
-            const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems),
-                                                     std::size_t{layout.elems_in(k)} * sizeof(float));
-            Packet* p = build_frame(ep, h, body);
-            if (p == nullptr) return true;
-            const HostQueue& q = *links[L.nic].host_queue;
-            if (!replicated && worker_id != drl::kEveryWorker && (!q.writable() || !q.has_room(p->len))) {
-                pool.free(p);
-                return false;
-            }
-            if (worker_id == drl::kEveryWorker) ++sum.model.group_chunks;
-            else ++sum.model.unicast_chunks;
-            learner_send(L, p);
+        proto::Header h;
+        h.type = proto::MsgType::Model;
+        h.elem_type = proto::ElemType::F32;
+        h.cluster_id = c;
+        h.worker_id = worker_id;
+        h.model_version = L.published;
+        transport::set_chunk_fields(layout, k, h);
+        h.ts_earliest_ns = L.published_ns;
+        h.ts_latest_ns = L.published_ns;
+        const float* elems = L.published_params.data() + layout.offset(k);
+        const std::span<const std::uint8_t> body(reinterpret_cast<const std::uint8_t*>(elems),
+                                                 std::size_t{layout.elems_in(k)} * sizeof(float));
+        Packet* p = build_frame(ep, h, body);
+        if (p == nullptr) return true;
+        const bool unicast = worker_id != drl::kEveryWorker;
+        if (unicast && !owed_model_fits(L, p->len)) {
+            pool.free(p);
+            return false;
         }
+        if (unicast) ++sum.model.unicast_chunks;
+        else ++sum.model.group_chunks;
+        learner_send(L, p);
         return true;
+    }
+
+    // Whether a unicast MODEL chunk of len bytes may enter the learner host's send queue now:
+    // with replicated delivery always (answers go at once), with unicast delivery only while the
+    // queue is less than half full and has room for it (shesha-learner's POLLOUT rule).
+    bool owed_model_fits(const Learner& L, std::uint32_t len) const {
+        const HostQueue& q = *links[L.nic].host_queue;
+        return replicated || (q.writable() && q.has_room(len));
     }
 
     // LearnerCore::send_model: owes one worker a unicast copy (send_owed() sends it); with
@@ -1662,8 +1668,7 @@ struct Simulator::Impl final : FeedbackSink {
         const auto type = static_cast<proto::MsgType>(message[proto::off::kType]);
         const bool unicast_model =
             type == proto::MsgType::Model && be::load32(message.data() + proto::off::kWorkerId) != drl::kEveryWorker;
-        const HostQueue& q = *links[learners[c]->nic].host_queue;
-        if (unicast_model && !replicated && (!q.writable() || !q.has_room(p->len))) {
+        if (unicast_model && !owed_model_fits(*learners[c], p->len)) {
             pool.free(p);
             return learner::SendStatus::WouldBlock;
         }
