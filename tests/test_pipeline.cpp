@@ -54,7 +54,8 @@ struct PortView {
 struct View {
     std::vector<PortView> ports;
     std::array<std::uint64_t, proto::kDecodeErrorCount> malformed{};
-    std::uint64_t malformed_total = 0, bad_frames = 0, shesha_valid = 0, non_ip = 0, ip_other = 0, gradient_f32 = 0;
+    std::uint64_t malformed_total = 0, bad_frames = 0, shesha_valid = 0, non_ip = 0, ip_other = 0, gradient_f32 = 0,
+                  runts = 0;
     EgressView egress{};
     core::FdbStats fdb;
     std::uint64_t fdb_size = 0;
@@ -137,6 +138,7 @@ struct Rig {
         v.non_ip = rx[NonIp];
         v.ip_other = rx[IpOther];
         v.gradient_f32 = rx[GradientF32];
+        v.runts = rx[Runts];
         const core::SwitchCounters& e = pipeline->egress();
         v.egress = {e[MalformedDropped], e[NonMember],     e[NonMemberDropped], e[NoAggregation], e[UnknownCluster],
                     e[FeedbackSent],     e[FeedbackSuppressed], e[FeedbackFailed], e[CloneFailed]};
@@ -940,6 +942,7 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
             rig.inject(0, l2_frame(mac(2), mac(1), 9));       // to a station behind p0 itself: filtered
             rig.inject(0, udp_frame(mac(1), host, host_ip(1), host_ip(0x60), 9999,
                                     std::vector<std::uint8_t>(1000, 0x22)));  // too big for p2's mtu 576
+            rig.inject(0, std::vector<std::uint8_t>(static_cast<std::size_t>(round) * 2 + 1, 0xEE));  // a runt: dropped
             rig.round(now);
             rig.free_all(rig.take(0));
             rig.free_all(rig.take(1));
@@ -969,7 +972,8 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
         INFO("received " << received << " copies " << copies << " sent " << sent << " merged " << merged << " tail "
                          << tail_dropped << " filtered " << filtered << " too_big " << too_big << " policy "
                          << dropped_by_policy << " waiting " << waiting << " clone_failed " << st.egress.clone_failed);
-        CHECK(received == 3 + 6 * 20);
+        CHECK(received == 3 + 6 * 21);
+        CHECK(st.runts == 6);
         CHECK(merged > 0);
         CHECK(tail_dropped > 0);
         CHECK(too_big == 6);
@@ -978,7 +982,7 @@ TEST_CASE("every received frame ends in exactly one counted fate", "[pipeline]")
         CHECK(dropped_by_policy == 12 + 8);
         CHECK(st.egress.clone_failed == 0);
         CHECK(waiting == 0);
-        CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy);
+        CHECK(received + copies == sent + merged + tail_dropped + filtered + too_big + dropped_by_policy + st.runts);
     }
     CHECK(rig.finish());
 }
@@ -1162,6 +1166,98 @@ TEST_CASE("receive_burst's per-burst learn and lookup memo matches learning ever
     }
 }
 
+TEST_CASE("receive_burst's trains of plain UDP frames forward exactly as frame by frame", "[pipeline]") {
+    // forward_train() takes the frames after a plain one that would be bypassed to the same TX
+    // batch as it was, checking each frame's header against the last accepted one's. Trains of
+    // one flow, with frames mutated in the bytes that decide (addresses, EtherType, IHL, lengths,
+    // fragment, protocol, UDP port and length), truncated, longer than a port's mtu, Shesha
+    // messages, frames to an unknown station or back to the ingress port, must leave as forwarding
+    // frame by frame leaves them, with the same counters, on 2 ports and on 3.
+    for (std::size_t ports : {std::size_t{2}, std::size_t{3}}) {
+        for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+            DYNAMIC_SECTION(ports << " ports, seed " << seed) {
+                Rig fast(ports), slow(ports);
+                slow.per_packet = true;
+                core::SwitchConfig cfg = fast.config();
+                cfg.ports[1].mtu = 200;  // station 9's port: some train frames are too long for it
+                fast.start(cfg);
+                slow.start(cfg);
+                std::uint32_t state = seed * 2654435761u;
+                const auto next = [&state](std::uint32_t bound) {
+                    state = state * 1664525u + 1013904223u;
+                    return (state >> 8) % bound;
+                };
+                const auto both = [&](std::size_t port, const std::vector<std::uint8_t>& f) {
+                    fast.inject(port, f);
+                    slow.inject(port, f);
+                };
+                // Stations 1 and 2 behind port 0, 9 behind port 1; 7 is never heard from.
+                std::uint64_t now = kHz;
+                both(0, l2_frame(mac(1), kBroadcast, 0));
+                both(0, l2_frame(mac(2), kBroadcast, 0));
+                both(1, l2_frame(mac(9), kBroadcast, 0));
+                static constexpr std::uint8_t kHot[] = {0, 5, 6, 11, 12, 13, 14, 16, 17, 20, 21, 23, 36, 37, 38, 39};
+                std::uint64_t compared = 0;
+                for (int round = 0; round < 150; ++round) {
+                    for (std::size_t port = 0; port < 2; ++port) {
+                        std::uint32_t left = next(48);
+                        while (left != 0) {
+                            const std::uint8_t src = port == 0 ? static_cast<std::uint8_t>(1 + next(2)) : 9;
+                            const std::uint32_t d = next(8);
+                            const std::uint8_t dst = d == 0 ? 7 : d == 1 ? static_cast<std::uint8_t>(3 - src) : port == 0 ? 9 : 1;
+                            const std::uint16_t udp_port = next(10) == 0 ? proto::kDefaultUdpPort : 9999;
+                            const auto base = udp_frame(mac(src), mac(dst), host_ip(src), host_ip(dst), udp_port,
+                                                        std::vector<std::uint8_t>(18 + next(4) * 60, 0x5A));
+                            for (std::uint32_t k = std::min(left, 1 + next(12)); k != 0; --k, --left) {
+                                std::vector<std::uint8_t> f = base;
+                                if (next(6) == 0) {
+                                    const std::uint8_t at = kHot[next(sizeof kHot)];
+                                    f[at] = static_cast<std::uint8_t>(f[at] + (next(2) == 0 ? 1 : 0xFF));
+                                }
+                                if (next(20) == 0) f.resize(next(static_cast<std::uint32_t>(f.size())));
+                                both(port, f);
+                            }
+                        }
+                    }
+                    now += next(3) == 0 ? 0 : next(50'000);
+                    compared += round_and_compare(fast, slow, now);
+                }
+                const View a = fast.view(), b = slow.view();
+                CHECK(compared > 4000);
+                for (std::size_t p = 0; p < ports; ++p) {
+                    CHECK(a.ports[p].rx_packets == b.ports[p].rx_packets);
+                    CHECK(a.ports[p].tx.packets == b.ports[p].tx.packets);
+                    CHECK(a.ports[p].tx.bytes == b.ports[p].tx.bytes);
+                    CHECK(a.ports[p].tx.flooded == b.ports[p].tx.flooded);
+                    CHECK(a.ports[p].tx.filtered == b.ports[p].tx.filtered);
+                    CHECK(a.ports[p].tx.too_big == b.ports[p].tx.too_big);
+                    CHECK(a.ports[p].queue.enqueued == b.ports[p].queue.enqueued);
+                }
+                CHECK(a.ip_other == b.ip_other);
+                CHECK(a.non_ip == b.non_ip);
+                CHECK(a.bad_frames == b.bad_frames);
+                CHECK(a.runts == b.runts);
+                CHECK(a.shesha_valid == b.shesha_valid);
+                CHECK(a.malformed_total == b.malformed_total);
+                CHECK(a.fdb.learned == b.fdb.learned);
+                CHECK(a.fdb.moved == b.fdb.moved);
+                // The workload exercises what it is meant to: trains, and each way out of one.
+                CHECK(a.ip_other > 3000);
+                CHECK(a.non_ip > 50);
+                CHECK(a.bad_frames > 20);
+                CHECK(a.runts > 10);
+                CHECK(a.ports[1].tx.too_big > 50);
+                CHECK(a.ports[0].tx.filtered + a.ports[1].tx.filtered > 50);
+                std::uint64_t flooded = 0;
+                for (const auto& p : a.ports) flooded += p.tx.flooded;
+                CHECK(flooded > 50);
+                CHECK(fast.finish());
+                CHECK(slow.finish());
+            }
+        }
+    }
+}
+
 // ---- classification's fast paths (classify.h) against the general parser and decoder -----------
 
 namespace {
@@ -1233,6 +1329,42 @@ TEST_CASE("the IPv4/UDP fast path of classification decides exactly as frame::cl
     CHECK(decided > 50'000);
     CHECK(decided_shesha > 20'000);
     CHECK(deferred > 50'000);
+}
+
+TEST_CASE("a train frame is exactly a frame the IPv4/UDP fast path calls IpOther, between the train's stations",
+          "[pipeline][classify]") {
+    const auto shesha = gradient_frame(1, mac(9), host_ip(9), 1, 0, 64);
+    const auto other = udp_frame(mac(1), mac(9), host_ip(1), host_ip(9), 9, std::vector<std::uint8_t>(18, 0xAB));
+    const core::TrainHead head = core::train_head(core::mac_key(mac(9)), core::mac_key(mac(1)));
+    Rng rng{0xC2B2AE3D27D4EB4Full};
+    std::uint64_t accepted = 0, refused_ip_other = 0, refused = 0;
+    for (int iter = 0; iter < 200'000; ++iter) {
+        std::vector<std::uint8_t> f = (iter % 4 == 1) ? shesha : other;
+        const int mutations = iter < 2 ? 0 : static_cast<int>(rng.below(4));
+        for (int k = 0; k < mutations; ++k) {
+            // The bytes the checks read (addresses, EtherType, IHL, lengths, fragment, protocol, UDP
+            // port and length), sometimes any of the first 50.
+            static constexpr std::uint8_t kHot[] = {0, 3, 5, 6, 9, 11, 12, 13, 14, 15, 16, 17, 20, 21, 23, 36, 37, 38, 39};
+            const std::size_t at = rng.below(4) != 0 ? kHot[rng.below(sizeof kHot)] : rng.below(50);
+            f[at] = mutated_byte(rng, f[at]);
+        }
+        if (iter >= 2 && rng.below(4) == 0) f.resize(rng.below(static_cast<std::uint32_t>(f.size()) + 1));
+        const auto len = static_cast<std::uint32_t>(f.size());
+        frame::FrameInfo info;
+        const bool ip_other = core::classify_ipv4_udp_fast(f.data(), len, proto::kDefaultUdpPort, info) &&
+                              info.kind == frame::FrameKind::IpOther;
+        const bool want = ip_other && core::mac_key(f.data()) == core::mac_key(mac(9)) &&
+                          core::mac_key(f.data() + 6) == core::mac_key(mac(1));
+        INFO("iteration " << iter);
+        REQUIRE(core::is_plain_udp_train_frame(f.data(), len, head, proto::kDefaultUdpPort) == want);
+        if (want) ++accepted;
+        else if (ip_other) ++refused_ip_other;
+        else ++refused;
+    }
+    // Both answers, and refusals for the addresses alone.
+    CHECK(accepted > 30'000);
+    CHECK(refused_ip_other > 5'000);
+    CHECK(refused > 50'000);
 }
 
 TEST_CASE("the fp32 GRADIENT fast path of classification accepts exactly what proto::decode accepts", "[pipeline][classify]") {

@@ -26,6 +26,7 @@ enum class PacketClass : std::uint8_t {
     Model,         // a valid MODEL (a chunk, or a request without elements): forwarded like Plain
                    // unless MODEL replication is configured (replication.h)
     CreditBatch,   // a valid CREDIT_BATCH: expanded for a replication group's members, else like Plain
+    Runt,          // shorter than an Ethernet header: no addresses to learn or forward by; dropped
 };
 
 struct PacketMeta {
@@ -99,6 +100,61 @@ struct RxTally {
     return true;
 }
 
+// The first 15 bytes a frame from `src` to `dst` (MacKeys, fdb.h) must start with to be untagged
+// IPv4 without options: the addresses, EtherType 0x0800 and version/IHL 0x45, as two 64-bit words
+// in memory order (the second masked by kTrainHeadMask).
+struct TrainHead {
+    std::uint64_t lo, hi;
+};
+inline constexpr std::uint64_t kTrainHeadMask = 0x00FF'FFFF'FFFF'FFFFull;
+[[gnu::always_inline]] inline TrainHead train_head(std::uint64_t dst, std::uint64_t src) noexcept {
+    static_assert(std::endian::native == std::endian::little);
+    return {(dst & 0xFFFF'FFFF'FFFFull) | (src << 48), ((src >> 16) & 0xFFFF'FFFFull) | (0x0008ull << 32) | (0x45ull << 48)};
+}
+
+// Below this many bytes no IPv4 datagram with a UDP header fits: classify_ipv4_udp_fast() defers.
+inline constexpr std::uint32_t kTrainMinLen = frame::kEthHeaderSize + frame::kIpv4MinHeaderSize + frame::kUdpHeaderSize;
+
+// The bytes of a frame that decide whether it is a train frame, in four loads: 0-7, 8-15, 16-23
+// (IPv4 total length, id, flags and fragment offset, TTL, protocol) and 36-39 (UDP destination
+// port and length). The frame must hold at least kTrainMinLen bytes.
+struct TrainWords {
+    std::uint64_t w0, w1, w2;
+    std::uint32_t udp;
+};
+[[gnu::always_inline]] inline TrainWords load_train_words(const std::uint8_t* f) noexcept {
+    TrainWords w;
+    std::memcpy(&w.w0, f, 8);
+    std::memcpy(&w.w1, f + 8, 8);
+    std::memcpy(&w.w2, f + 16, 8);
+    std::memcpy(&w.udp, f + 36, 4);
+    return w;
+}
+// The bytes of w2 the decision reads: the total length, the flags and fragment offset, the protocol.
+inline constexpr std::uint64_t kTrainIpMask = 0xFF00'FFFF'0000'FFFFull;
+
+// True exactly when classify_ipv4_udp_fast() would decide IpOther (UDP to a port other than
+// `udp_port`) for a frame of `len` bytes (at least kTrainMinLen) whose first 15 bytes are `head`'s:
+// the same checks. The pipeline's trains (pipeline.h, forward_train) use it; tests/test_pipeline.cpp
+// checks it against classify_ipv4_udp_fast() on mutated frames.
+[[gnu::always_inline]] inline bool is_plain_udp_train_frame(const TrainWords& w, std::uint32_t len, TrainHead head,
+                                                            std::uint16_t udp_port) noexcept {
+    const std::uint32_t total_len = __builtin_bswap16(static_cast<std::uint16_t>(w.w2));
+    const std::uint32_t frag = __builtin_bswap16(static_cast<std::uint16_t>(w.w2 >> 32)) & 0x3FFFu;
+    const std::uint32_t proto = static_cast<std::uint32_t>(w.w2 >> 56);
+    const std::uint16_t dst_port = __builtin_bswap16(static_cast<std::uint16_t>(w.udp));
+    const std::uint32_t udp_len = __builtin_bswap16(static_cast<std::uint16_t>(w.udp >> 16));
+    return ((w.w0 ^ head.lo) | ((w.w1 & kTrainHeadMask) ^ head.hi)) == 0 &&
+           total_len >= frame::kIpv4MinHeaderSize + frame::kUdpHeaderSize && total_len <= len - frame::kEthHeaderSize &&
+           frag == 0 && proto == frame::kIpProtoUdp && udp_len >= frame::kUdpHeaderSize &&
+           udp_len <= total_len - frame::kIpv4MinHeaderSize && dst_port != udp_port;
+}
+// The same for a frame of any length.
+inline bool is_plain_udp_train_frame(const std::uint8_t* f, std::uint32_t len, TrainHead head,
+                                     std::uint16_t udp_port) noexcept {
+    return len >= kTrainMinLen && is_plain_udp_train_frame(load_train_words(f), len, head, udp_port);
+}
+
 // A GRADIENT of fp32 elements that proto::decode() accepts, checked in one pass over the header:
 // returns true and fills meta's message fields as classify_frame() does from the decoded header;
 // false for any other message, valid or not, without deciding anything (the caller decodes it).
@@ -154,6 +210,11 @@ template <class Io>
     tally.bytes += Io::pkt_len(h);
 
     if (Io::multi_segment(h)) [[unlikely]] {
+        if (Io::data_len(h) < frame::kEthHeaderSize) {
+            meta.cls = PacketClass::Runt;
+            rx.add(SwitchCounter::Runts);
+            return;
+        }
         // Only the Ethernet header is used; the payload is not contiguous, so it is never merged.
         meta.cls = PacketClass::MultiSegment;
         port_rx.add(PortCounter::RxMultiSegment);
@@ -165,8 +226,12 @@ template <class Io>
     const std::uint32_t data_len = Io::data_len(h);
     frame::FrameInfo info;
     if (!classify_ipv4_udp_fast(data, data_len, udp_port, info)) {
-        if (data_len < frame::kEthHeaderSize ||
-            (be::load16(data + 12) != frame::kEtherTypeIpv4 && be::load16(data + 12) != frame::kEtherTypeVlan)) {
+        if (data_len < frame::kEthHeaderSize) [[unlikely]] {
+            meta.cls = PacketClass::Runt;
+            rx.add(SwitchCounter::Runts);
+            return;
+        }
+        if (be::load16(data + 12) != frame::kEtherTypeIpv4 && be::load16(data + 12) != frame::kEtherTypeVlan) {
             meta.cls = PacketClass::Plain;
             ++tally.non_ip;
             return;

@@ -59,6 +59,7 @@ enum class SwitchCounter : std::uint8_t {
     Shesha,                  // Shesha messages that decoded cleanly
     GradientF32,             // valid fp32 GRADIENTs (merge candidates)
     MultiSegment,
+    Runts,                   // shorter than an Ethernet header (14 bytes): dropped
     BadFrames,               // IPv4/UDP headers inconsistent
     MalformedFirst,          // one entry per proto::DecodeError after Ok, in its order
     MalformedLast = MalformedFirst + proto::kDecodeErrorCount - 2,
@@ -134,6 +135,7 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"frames", "shesha"},
     {"frames", "gradient_f32"},
     {"frames", "multi_segment"},
+    {"frames", "runts_dropped"},
     {"malformed", "bad_frames"},
     {"malformed", "short_packet"},
     {"malformed", "bad_magic"},
