@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shesha-replay's bad input (no root needed): a port spec that is not PORT=FILE or names no port,
 # a missing capture, a file that is not a capture, a bad config: each exits 2 with a clear message.
-# A capture cut short inside a record: exit 1 naming the port. A valid empty run: exit 0 and the
-# counters file with every port at zero.
+# A capture cut short inside a record: exit 1 naming the port. A valid run: exit 0 and its
+# counters. Runts in a capture: dropped and counted.
 # Usage: test_replay_cli.sh SHESHA_REPLAY
 set -uo pipefail
 replay=$1
@@ -31,6 +31,9 @@ hdr = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
 rec = struct.pack("<IIII", 0, 0, 60, 60) + bytes([0xff] * 6 + [2, 0, 0, 0, 0, 1, 8, 6]) + bytes(46)
 open(sys.argv[1], "wb").write(hdr + rec)
 open(sys.argv[2], "wb").write(hdr + rec + rec[:30])  # the second record cut short
+# Runts (0, 5 and 13 bytes: shorter than an Ethernet header) around the valid frame.
+runt = lambda n: struct.pack("<IIII", 0, 0, n, n) + bytes([0xee] * n)
+open(sys.argv[1].replace("one", "runts"), "wb").write(hdr + runt(0) + runt(5) + rec + runt(13))
 PY
 printf 'not a capture' > "$work/junk.pcap"
 
@@ -50,6 +53,16 @@ a, b = d["ports"]
 assert a["rx_packets"] == 1 and b["tx_packets"] == 1, d   # the broadcast floods to b
 assert d["frames"]["non_ip"] == 1 and d["malformed"]["total"] == 0, d
 print("ok:   the valid run's counters: 1 received on a, flooded to b")
+PY
+# Runts are dropped and counted, never forwarded (their addresses would be read past their end).
+expect 0 "" -c "$work/sw.yaml" --in "a=$work/runts.pcap" --out "b=$work/b2.pcap" --stats-json "$work/s2.json"
+python3 - "$work/s2.json" <<'PY' || fail "counters of the run with runts"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d["ports"]
+assert a["rx_packets"] == 4 and b["tx_packets"] == 1, d
+assert d["frames"]["runts_dropped"] == 3 and d["frames"]["non_ip"] == 1, d
+print("ok:   3 runts dropped and counted, the valid frame flooded to b")
 PY
 [ "$failures" -eq 0 ] && { echo "shesha-replay CLI: ok"; exit 0; }
 exit 1
