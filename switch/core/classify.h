@@ -33,6 +33,7 @@ struct PacketMeta {
     std::uint16_t in_port = 0;        // port index (position in the config's port list)
     PacketClass cls = PacketClass::Plain;
     std::uint8_t shesha = 0;          // 1: a Shesha message that decoded cleanly
+    std::uint8_t train = 0;           // 1: UDP to another port, by classify_ipv4_udp_fast (a train may follow)
     std::uint16_t l3_offset = 0;      // 0 if not IPv4
     std::uint16_t l4_offset = 0;
     std::uint16_t shesha_offset = 0;  // 0 if not a valid Shesha message
@@ -237,6 +238,12 @@ template <class Io>
             return;
         }
         info = frame::classify({data, data_len}, udp_port);
+    } else if (info.kind == frame::FrameKind::IpOther) {
+        meta.cls = PacketClass::Plain;
+        meta.train = 1;
+        ++tally.ip_other;
+        meta.l3_offset = info.l3_offset;
+        return;
     }
     switch (info.kind) {
     case frame::FrameKind::NonIp:

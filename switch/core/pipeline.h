@@ -153,7 +153,7 @@ public:
             ++i;
             // Small plain frames come in trains (one flow, one header): the frames after this one
             // that the path above would forward as it did this one take forward_train instead.
-            if (ahead == 0 && meta.cls == PacketClass::Plain) i = forward_train(pkts, i, n, in, pass, tally);
+            if (ahead == 0 && meta.train && pass.l2.out != kNoPort) i = forward_train(pkts, i, n, in, pass, tally);
         }
         pass.cursor.close();
         if (pass.flooded != 0) add_floods(pass.flood_in, pass.flooded);
