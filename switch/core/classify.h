@@ -166,9 +166,12 @@ inline bool is_plain_udp_train_frame(const std::uint8_t* f, std::uint32_t len, T
 [[gnu::always_inline]] inline bool decode_gradient_f32_fast(const std::uint8_t* p, std::uint32_t len,
                                                             PacketMeta& meta) noexcept {
     if (len < proto::kHeaderSize) return false;
-    // Bytes 0-5 in one load: magic, version, type GRADIENT, flags with no unknown bit, element type F32.
-    std::uint64_t head = 0;
-    std::memcpy(&head, p, 6);
+    // Bytes 0-5 in one 8-byte load (the header is longer; kMask ignores bytes 6 and 7): magic,
+    // version, type GRADIENT, flags with no unknown bit, element type F32. A 6-byte memcpy became a
+    // 4- and a 2-byte store and an 8-byte reload that store forwarding cannot serve (grad1k: a
+    // fifth of the receive pass's samples sat on it).
+    std::uint64_t head;
+    std::memcpy(&head, p, sizeof head);
     constexpr std::uint64_t kFlagsUnknown = std::uint64_t{static_cast<std::uint8_t>(~proto::flag::kKnown)} << 32;
     constexpr std::uint64_t kMask = 0xFFFF'FFFFull | kFlagsUnknown | (std::uint64_t{0xFF} << 40);
     constexpr std::uint64_t kWant = std::uint64_t{proto::kMagic >> 8} | (std::uint64_t{proto::kMagic & 0xFF} << 8) |
