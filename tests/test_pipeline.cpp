@@ -162,6 +162,22 @@ struct Rig {
     std::unique_ptr<core::Pipeline<VecIo>> pipeline;
 };
 
+// A fixed pseudo-random sequence per seed (an LCG), so a failure repeats: next(bound) is below bound.
+struct Lcg {
+    explicit Lcg(std::uint32_t seed) : state(seed * 2654435761u) {}
+    std::uint32_t operator()(std::uint32_t bound) {
+        state = state * 1664525u + 1013904223u;
+        return (state >> 8) % bound;
+    }
+    std::uint32_t state;
+};
+
+// The same frame into two rigs' port.
+void inject_both(Rig& a, Rig& b, std::size_t port, const std::vector<std::uint8_t>& f) {
+    a.inject(port, f);
+    b.inject(port, f);
+}
+
 // One round of two rigs fed the same frames: every port must send the same bytes in the same
 // order. Returns how many frames were compared.
 std::uint64_t round_and_compare(Rig& fast, Rig& slow, std::uint64_t now) {
@@ -1031,15 +1047,8 @@ TEST_CASE("receive_burst's staging cursor and per-packet route() give identical 
                 slow.start(cfg);
                 const frame::MacAddr learner = mac(0x50);
                 const std::uint32_t learner_ip = host_ip(0x50);
-                std::uint32_t state = seed * 2654435761u;
-                const auto next = [&state](std::uint32_t bound) {
-                    state = state * 1664525u + 1013904223u;
-                    return (state >> 8) % bound;
-                };
-                const auto both = [&](std::size_t port, const std::vector<std::uint8_t>& f) {
-                    fast.inject(port, f);
-                    slow.inject(port, f);
-                };
+                Lcg next(seed);
+                const auto both = [&](std::size_t port, const std::vector<std::uint8_t>& f) { inject_both(fast, slow, port, f); };
                 std::uint64_t now = kHz;
                 both(1, l2_frame(learner, kBroadcast, 0));
                 both(2, l2_frame(mac(0x60), kBroadcast, 0));
@@ -1119,11 +1128,7 @@ TEST_CASE("receive_burst's per-burst learn and lookup memo matches learning ever
             cfg.mac_aging_s = 1;
             fast.start(cfg);
             slow.start(cfg);
-            std::uint32_t state = seed * 2654435761u;
-            const auto next = [&state](std::uint32_t bound) {
-                state = state * 1664525u + 1013904223u;
-                return (state >> 8) % bound;
-            };
+            Lcg next(seed);
             std::uint64_t now = kHz;
             std::uint64_t compared = 0;
             for (int round = 0; round < 200; ++round) {
@@ -1182,15 +1187,8 @@ TEST_CASE("receive_burst's trains of plain UDP frames forward exactly as frame b
                 cfg.ports[1].mtu = 200;  // station 9's port: some train frames are too long for it
                 fast.start(cfg);
                 slow.start(cfg);
-                std::uint32_t state = seed * 2654435761u;
-                const auto next = [&state](std::uint32_t bound) {
-                    state = state * 1664525u + 1013904223u;
-                    return (state >> 8) % bound;
-                };
-                const auto both = [&](std::size_t port, const std::vector<std::uint8_t>& f) {
-                    fast.inject(port, f);
-                    slow.inject(port, f);
-                };
+                Lcg next(seed);
+                const auto both = [&](std::size_t port, const std::vector<std::uint8_t>& f) { inject_both(fast, slow, port, f); };
                 // Stations 1 and 2 behind port 0, 9 behind port 1; 7 is never heard from.
                 std::uint64_t now = kHz;
                 both(0, l2_frame(mac(1), kBroadcast, 0));
