@@ -37,6 +37,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -453,8 +454,8 @@ public:
         };
         if (cmd({"init"}, false) != 0 ||
             cmd({"set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
-                 fmt::format("other_config:dpdk-extra=--no-huge -m 1024 --no-pci --legacy-mem --file-prefix={}",
-                             prefix_),
+                 fmt::format("other_config:dpdk-extra={} -m 1024 --no-pci --file-prefix={}",
+                             fwd_.hugepages ? "--in-memory" : "--no-huge --legacy-mem", prefix_),
                  fmt::format("other_config:pmd-cpu-mask={:#x}", pmds == 1 ? 1u << kForwardCpu : (1u << pmds) - 1)},
                 false) != 0) {
             return "ovs-vsctl could not configure the private ovsdb:\n" + Child::tail_of(cmdlog, 6);
@@ -637,7 +638,7 @@ std::vector<std::string> testpmd_argv(const ForwardOptions& fwd, const std::stri
         // main lcore 0 (sleeping) shares CPU 0 with forwarding lcore 1; forwarding lcore 2 on CPU 1.
         argv.push_back("--lcores=0@0,1@0,2@1");
     }
-    argv.insert(argv.end(), {"--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix});
+    argv.insert(argv.end(), {fwd.hugepages ? "--in-memory" : "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix});
     for (const auto& v : w.vdevs) argv.push_back("--vdev=" + v);
     argv.push_back("--");
     if (w.mtu) {
@@ -670,15 +671,15 @@ std::string vdev_for_lcores(const std::string& vdev, int lcores) {
 }
 
 std::string switch_config(const Workload& w, int lcores, GradientHandling handling, const std::string& prefix,
-                          const fs::path& stats_json) {
+                          const fs::path& stats_json, bool hugepages) {
     // 1 lcore: the main lcore forwards on CPU 1. 2 lcores: forwarding lcore 0 (the main lcore) on
     // CPU 0, forwarding lcore 1 on CPU 1, each with whole ports.
     const std::string cpus = lcores == 1 ? std::to_string(kForwardCpu) : "0,1";
     std::string out = fmt::format(
         "# written by shesha-bench forward\n"
-        "eal: [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"-l\", \"{}\", \"--file-prefix\", \"{}\"]\n"
+        "eal: [\"{}\", \"-m\", \"512\", \"--no-pci\", \"-l\", \"{}\", \"--file-prefix\", \"{}\"]\n"
         "lcores: {}\nidle_backoff_us: 0\nburst: 32\nmbufs: 16384\nports:\n",
-        cpus, prefix, lcores);
+        hugepages ? "--in-memory" : "--no-huge", cpus, prefix, lcores);
     for (std::size_t i = 0; i < w.vdevs.size(); ++i) {
         out += fmt::format("  - {{name: p{}, device: \"{}\"{}}}\n", i, vdev_for_lcores(w.vdevs[i], lcores),
                            w.mtu ? fmt::format(", mtu: {}", w.mtu) : std::string());
@@ -917,7 +918,7 @@ Rates run_arm(const ForwardOptions& fwd, const fs::path& dir, const std::string&
         return measure_process(testpmd_argv(fwd, prefix, w, arm), prefix, static_cast<int>(w.vdevs.size()), secs, log);
     case Program::Shesha: {
         const fs::path yaml = dir / ("switch-" + name + ".yaml"), stats = dir / ("stats-" + name + ".json");
-        write_text(yaml, switch_config(w, arm.cores, arm.gradients, prefix, stats));
+        write_text(yaml, switch_config(w, arm.cores, arm.gradients, prefix, stats, fwd.hugepages));
         std::error_code ec;
         fs::remove(stats, ec);
         Rates r = measure_process({fwd.switch_binary, "-c", yaml.string()}, prefix, static_cast<int>(w.vdevs.size()),
@@ -1116,7 +1117,20 @@ const char* program_kind(Program p) {
     return "?";
 }
 
-json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOptions& opt) {
+// MB of free 2 MB hugepages (HugePages_Free when the default size is 2 MB), 0 if none or unknown.
+std::uint64_t free_hugepage_mb() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::uint64_t free_pages = 0, page_kb = 0, value = 0;
+    while (in >> key >> value) {
+        if (key == "HugePages_Free:") free_pages = value;
+        if (key == "Hugepagesize:") page_kb = value;
+        in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    return page_kb == 2048 ? free_pages * 2 : 0;
+}
+
+json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOptions& opt, bool hugepages) {
     json::Json workloads = json::Json::array();
     for (const WorkloadResult& res : results) {
         const Workload& w = res.w;
@@ -1181,6 +1195,7 @@ json::Json forward_json(const std::vector<WorkloadResult>& results, const RunOpt
             {"cpu", cpu_model()},
             {"cpus", online_cpus()},
             {"forward_cpu", kForwardCpu},
+            {"hugepages", hugepages},
             {"workloads", std::move(workloads)}};
 }
 
@@ -1193,6 +1208,19 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         result.failed = true;
         result.reason = fmt::format("shesha-switch not found at {} (build it, or use --switch)", fwd.switch_binary);
         return result;
+    }
+    if (fwd.hugepages) {
+        // testpmd and shesha-switch ask EAL for 512 MB, OVS for 1024 MB, one program at a time.
+        const std::uint64_t need_mb = (fwd.ovs == "on" || (fwd.ovs == "auto" && !opt.quick)) ? 1024 : 512;
+        const std::uint64_t free_mb = free_hugepage_mb();
+        if (free_mb < need_mb) {
+            result.failed = true;
+            result.reason = fmt::format(
+                "--hugepages needs {} MB of free 2 MB hugepages, {} MB are free (HugePages_Free in /proc/meminfo); "
+                "as root: echo {} > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
+                need_mb, free_mb, need_mb / 2);
+            return result;
+        }
     }
     const SignalGuard signals;
     const bool own_dir = fwd.work_dir.empty();
@@ -1406,6 +1434,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         workloads.push_back(std::move(w));
     }
 
+    if (fwd.hugepages)
+        for (Workload& w : workloads)
+            w.notes.push_back("--hugepages: every program's DPDK memory from 2 MB hugepages (EAL --in-memory); without "
+                              "the flag all run with --no-huge, and pay page walks on this kind of VM");
     if (!fwd.workloads.empty())
         std::erase_if(workloads, [&](const Workload& w) {
             return std::find(fwd.workloads.begin(), fwd.workloads.end(), w.id) == fwd.workloads.end();
@@ -1426,7 +1458,7 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         tables.push_back(std::move(t));
         results.push_back(std::move(res));
     }
-    result.json = forward_json(results, opt);
+    result.json = forward_json(results, opt, fwd.hugepages);
 
     if (keep_logs) {
         // An OVS failure does not fail the benchmark (it is an external reference), but its logs stay.

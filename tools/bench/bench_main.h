@@ -25,6 +25,7 @@ struct ForwardOptions {
     std::string ovs_vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
     std::string ovs_schema = "/usr/share/openvswitch/vswitch.ovsschema";
     bool ovs_flood_local = false;  // keep OVS's default: floods also reach the bridge's internal port
+    bool hugepages = false;        // every program's DPDK memory from 2 MB hugepages (--in-memory), not --no-huge
     std::vector<std::string> workloads;  // run only these (ids: null64, pcap64, grad1k, grad8k, model16, model64); empty: all
 };
 struct ForwardResult {

@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
     app.add_flag("--ovs-flood-local", fwd.ovs_flood_local,
                  "OVS floods also to its bridge's internal port (its default; off: no-flood, like the others)");
     app.add_option("--ovs-vswitchd", fwd.ovs_vswitchd, "ovs-vswitchd built with DPDK")->capture_default_str();
+    app.add_flag("--hugepages", fwd.hugepages,
+                 "forward: every program's DPDK memory from 2 MB hugepages (EAL --in-memory) instead of --no-huge; "
+                 "needs 1024 MB of them free (nr_hugepages >= 512), 512 MB with --ovs off");
     std::string log_level = "info";
     shesha::logging::add_log_level_option(app, log_level);
     app.add_option("--work-dir", fwd.work_dir, "scratch directory for configs, pcaps and logs (default: a fresh /tmp dir)");
