@@ -144,19 +144,19 @@ public:
         // only a dependent load of the mbuf per frame (pcap64 1.056x without, grad1k 0.985x).
         const std::uint32_t ahead = Io::pkt_len(pkts[0]) >= kPrefetchMinLen ? kPrefetchAhead : 0;
         for (std::uint32_t i = 0; i < n && i < ahead; ++i) Io::prefetch(pkts[i]);
-        Pass pass(true);
-        for (std::uint32_t i = 0; i < n;) {
-            if (i + ahead < n && ahead != 0) Io::prefetch(pkts[i + ahead]);
-            PacketMeta meta;
-            classify_frame<Io>(pkts[i], in, cfg_.udp_port, port_rx, rx, meta, tally);
-            forward_packet(pkts[i], meta, now, pass);
-            ++i;
+        forward_pass(
+            n, now, true,
+            [&](std::uint32_t i, PacketMeta& meta) __attribute__((always_inline)) {
+                if (i + ahead < n && ahead != 0) Io::prefetch(pkts[i + ahead]);
+                classify_frame<Io>(pkts[i], in, cfg_.udp_port, port_rx, rx, meta, tally);
+                return pkts[i];
+            },
             // Small plain frames come in trains (one flow, one header): the frames after this one
-            // that the path above would forward as it did this one take forward_train instead.
-            if (ahead == 0 && meta.train && pass.l2.out != kNoPort) i = forward_train(pkts, i, n, in, pass, tally);
-        }
-        pass.cursor.close();
-        if (pass.flooded != 0) add_floods(pass.flood_in, pass.flooded);
+            // that forward_packet() would forward as it did this one take forward_train() instead.
+            [&](std::uint32_t next, const PacketMeta& meta, Pass& pass) __attribute__((always_inline)) {
+                return ahead == 0 && meta.train && pass.l2.out != kNoPort ? forward_train(pkts, next, n, in, pass, tally)
+                                                                          : next;
+            });
         core::settle_rx(port_rx, rx, n, tally);
         finish_forwarding(now);
     }
@@ -166,15 +166,18 @@ public:
     // Call finish_forwarding() after the last.
     template <class PacketAt>
     [[gnu::always_inline]] inline void forward_classified(std::uint32_t n, std::uint64_t now, PacketAt&& packet_at) noexcept {
-        forward_pass(n, now, false, packet_at);
+        forward_pass(n, now, false, packet_at, OneByOne{});
     }
 
     // One frame classified elsewhere, as a burst of one. Call finish_forwarding() after the last.
     void forward(Handle m, const PacketMeta& meta, std::uint64_t now) noexcept {
-        forward_pass(1, now, false, [&](std::uint32_t, PacketMeta& out) __attribute__((always_inline)) {
-            out = meta;
-            return m;
-        });
+        forward_pass(
+            1, now, false,
+            [&](std::uint32_t, PacketMeta& out) __attribute__((always_inline)) {
+                out = meta;
+                return m;
+            },
+            OneByOne{});
     }
 
     // Ends a forwarding pass: staged arrivals enter their queues, merged and dropped arrivals are
@@ -307,14 +310,23 @@ private:
         std::uint64_t flooded = 0;
     };
 
-    template <class PacketAt>
+    // A pass's next frame after frame i - 1 is frame i (then_at below: forward_train() may take
+    // some frames past it).
+    struct OneByOne {
+        std::uint32_t operator()(std::uint32_t next, const PacketMeta&, Pass&) const noexcept { return next; }
+    };
+
+    // packet_at(i, meta) gives frame i and its meta; after it, then_at(i + 1, meta, pass) says
+    // which frame comes next.
+    template <class PacketAt, class ThenAt>
     [[gnu::always_inline]] inline void forward_pass(std::uint32_t n, std::uint64_t now, bool bypass,
-                                                    PacketAt&& packet_at) noexcept {
+                                                    PacketAt&& packet_at, ThenAt&& then_at) noexcept {
         Pass pass(bypass);
-        for (std::uint32_t i = 0; i < n; ++i) {
+        for (std::uint32_t i = 0; i < n;) {
             PacketMeta meta;
             const Handle m = packet_at(i, meta);
             forward_packet(m, meta, now, pass);
+            i = then_at(i + 1, meta, pass);
         }
         pass.cursor.close();
         if (pass.flooded != 0) add_floods(pass.flood_in, pass.flooded);

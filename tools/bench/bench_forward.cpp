@@ -1209,9 +1209,10 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
         result.reason = fmt::format("shesha-switch not found at {} (build it, or use --switch)", fwd.switch_binary);
         return result;
     }
+    const bool want_ovs = fwd.ovs == "on" || (fwd.ovs == "auto" && !opt.quick);
     if (fwd.hugepages) {
         // testpmd and shesha-switch ask EAL for 512 MB, OVS for 1024 MB, one program at a time.
-        const std::uint64_t need_mb = (fwd.ovs == "on" || (fwd.ovs == "auto" && !opt.quick)) ? 1024 : 512;
+        const std::uint64_t need_mb = want_ovs ? 1024 : 512;
         const std::uint64_t free_mb = free_hugepage_mb();
         if (free_mb < need_mb) {
             result.failed = true;
@@ -1247,7 +1248,6 @@ ForwardResult run_forward_bench(const RunOptions& opt, const ForwardOptions& fwd
 
     // Can OVS-DPDK run? Decided once; every OVS row says why not.
     std::map<std::string, std::string> not_run;
-    const bool want_ovs = fwd.ovs == "on" || (fwd.ovs == "auto" && !opt.quick);
     if (!want_ovs) {
         not_run["ovs"] = fwd.ovs == "off" ? "--ovs off: OVS-DPDK disabled on the command line"
                                           : "--quick: OVS-DPDK skipped (about 5 s of start-up per run; add --ovs on)";
