@@ -170,6 +170,66 @@ TEST_CASE("two pipelines in peer sync: joins and stations learned by one replica
     CHECK(b.io.alive == 0);
 }
 
+TEST_CASE("a multicast tree: one group frame per fabric port, and the switch behind it copies", "[replication]") {
+    // Upstream switch u: p0 the learner, p1 a fabric link to switch d, p2 worker 1, p3 a fabric
+    // port with nobody behind it, p5 host 5. Downstream d: p0 its link up to u, p1..p3 workers 2..4.
+    core::SwitchConfig ucfg = Rig::config();
+    ucfg.clusters[0].model_replication->fabric_ports = {"p1", "p3"};
+    Rig u(ucfg), d(Rig::config());
+    std::uint64_t now = kHz;
+    // The requests of workers 2..4 pass d (joining there) on their way up to u (joining there too).
+    for (std::uint8_t w = 2; w <= 4; ++w) {
+        d.send(w - 1, model_request(w), now);
+        const auto out = d.take_all();
+        for (const auto& f : out[0]) u.send(1, f, now);
+    }
+    u.send(2, model_request(1), now);
+    u.send(0, l2_frame(mac(kLearnerHost), mac(1), 0x55), now);
+    u.take_all();
+    CHECK(u.counter(core::SwitchCounter::ModelJoined) == 4);
+    CHECK(d.counter(core::SwitchCounter::ModelJoined) == 3);
+
+    const auto original = group_model();
+    u.send(0, original, ++now);
+    auto up = u.take_all();
+    REQUIRE(up[1].size() == 1);  // one frame for the three members behind d, not three
+    CHECK(up[1][0] == original);  // unchanged: d copies from the group frame
+    REQUIRE(up[2].size() == 1);
+    CHECK(std::equal(up[2][0].begin(), up[2][0].begin() + 6, mac(1).begin()));
+    CHECK(up[0].empty());
+    CHECK(up[3].empty());  // a fabric port with no member behind it gets nothing
+    CHECK(up[5].empty());
+    CHECK(u.counter(core::SwitchCounter::ModelCopies) == 1);
+    CHECK(u.counter(core::SwitchCounter::ModelFabricCopies) == 1);
+
+    d.send(0, up[1][0], now);
+    const auto down = d.take_all();
+    CHECK(down[0].empty());  // never back up
+    for (std::uint8_t w = 2; w <= 4; ++w) {
+        INFO("worker " << int(w));
+        REQUIRE(down[w - 1].size() == 1);
+        const auto& copy = down[w - 1][0];
+        REQUIRE(copy.size() == original.size());
+        CHECK(std::equal(copy.begin(), copy.begin() + 6, mac(w).begin()));
+        const std::uint8_t* ip = copy.data() + frame::kEthHeaderSize;
+        CHECK(be::load32(ip + 16) == host_ip(w));
+        CHECK(be::load16(ip + 10) == frame::ipv4_header_checksum(ip, 20));
+        CHECK(be::load16(ip + 20 + 2) == worker_port(w));
+        proto::Message m;
+        REQUIRE(proto::decode({copy.data() + frame::kUdpPayloadOffset, copy.size() - frame::kUdpPayloadOffset}, m) ==
+                proto::DecodeError::Ok);
+        CHECK(m.hdr.worker_id == 100u + w);
+        const std::size_t body = frame::kUdpPayloadOffset + proto::kHeaderSize;
+        CHECK(std::equal(copy.begin() + static_cast<long>(body), copy.end(), original.begin() + static_cast<long>(body)));
+    }
+    CHECK(down[4].empty());
+    CHECK(down[5].empty());
+    CHECK(d.counter(core::SwitchCounter::ModelCopies) == 3);
+    CHECK(d.counter(core::SwitchCounter::ModelFabricCopies) == 0);
+    CHECK(u.io.alive == 0);
+    CHECK(d.io.alive == 0);
+}
+
 TEST_CASE("forged and non-member MODEL traffic is counted, dropped or refused", "[replication]") {
     Rig rig(Rig::config());
     std::uint64_t now = kHz;
@@ -287,12 +347,20 @@ TEST_CASE("model_replication config errors name the key", "[replication]") {
     CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9}}\n"
                         "    - {id: 2, members: [10.0.0.2], model_replication: {group: 239.1.1.1, learner: 10.0.0.9}}\n"),
                Catch::Contains("aggregation.clusters[1].model_replication.group") && Catch::Contains("one group per cluster"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, fabric_ports: [c]}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication.fabric_ports[0]") && Catch::Contains("a, b"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, fabric_ports: [b, b]}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication.fabric_ports[1]") && Catch::Contains("twice"));
+    CHECK_THAT(error_of("    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, fabric_ports: b}}\n"),
+               Catch::Contains("aggregation.clusters[0].model_replication.fabric_ports"));
     // A good one round-trips through to_yaml.
     const core::SwitchConfig good = core::parse_switch_config(
-        ports + "    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, max_members: 8}}\n");
+        ports + "    - {id: 1, members: [10.0.0.1], model_replication: {group: 239.1.1.1, learner: 10.0.0.9, max_members: 8, "
+                "fabric_ports: [b]}}\n");
     REQUIRE(good.clusters[0].model_replication);
     CHECK(good.clusters[0].model_replication->group == ((239u << 24) | (1u << 16) | (1u << 8) | 1u));
     CHECK(good.clusters[0].model_replication->max_members == 8);
+    CHECK(good.clusters[0].model_replication->fabric_ports == std::vector<std::string>{"b"});
     CHECK(core::parse_switch_config(core::to_yaml(good)) == good);
 }
 

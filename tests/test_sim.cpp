@@ -262,6 +262,11 @@ TEST_CASE("scenario keys are strict and errors name the key") {
     CHECK(load_scenario("model: {delivery: unicast, credit_batching: false}\n", "f.yaml").credit_batching == shesha::drl::CreditBatching::Off);
     CHECK(load_scenario("model: {delivery: replicated}\n", "f.yaml").credit_batching == shesha::drl::CreditBatching::Auto);
     CHECK_THAT(error_of("model: {credit_batching: yes}\n"), Catch::Contains("model.credit_batching"));
+    CHECK_THAT(error_of("model: {delivery: replicated, tree: false}\n"), Catch::Contains("model.tree needs"));
+    CHECK_THAT(error_of("topology: {kind: leaf_spine}\nmodel: {delivery: unicast, tree: true}\n"),
+               Catch::Contains("model.tree needs"));
+    CHECK(!load_scenario("topology: {kind: leaf_spine}\nmodel: {delivery: replicated, tree: false}\n", "f.yaml").model_tree);
+    CHECK(load_scenario("topology: {kind: leaf_spine}\nmodel: {delivery: replicated}\n", "f.yaml").model_tree);
     CHECK_THAT(error_of("workload: {clusters: 3, cluster_workers: '2,4'}\n"),
                Catch::Contains("workload.cluster_workers lists 2 counts for 3 clusters"));
     CHECK_THAT(error_of("workload: {clusters: 2, cluster_workers: '2,0'}\n"), Catch::Contains("'workload.cluster_workers'"));
@@ -527,11 +532,17 @@ TEST_CASE("MODEL direction on leaf-spine: replicated copies cross the fabric; de
     CHECK(m.versions_published > 0);
     CHECK(m.workers_without_model == 0);
     CHECK(m.verify_failures == 0);
-    // Every group chunk became one copy per member (8 per cluster), and each copy reached its worker.
+    // A multicast tree (model.tree, the default): each worker's request joined at its leaf, at its
+    // cluster's spine and at the learners' leaf (3 x 24). A group chunk went once from the
+    // learners' leaf to the cluster's spine and once from the spine to each of the 3 leaves (4
+    // fabric copies), was replicated at those 5 switches, and became one copy per member (8 per
+    // cluster) at the leaves; each copy reached its worker.
     using shesha::core::SwitchCounter;
-    CHECK(r1.switch_counters[SwitchCounter::ModelJoined] == 24);
-    CHECK(r1.switch_counters[SwitchCounter::ModelReplicated] == m.group_chunks);
+    CHECK(r1.switch_counters[SwitchCounter::ModelJoined] == 3 * 24);
+    CHECK(r1.switch_counters[SwitchCounter::ModelReplicated] == 5 * m.group_chunks);
+    CHECK(r1.switch_counters[SwitchCounter::ModelFabricCopies] == 4 * m.group_chunks);
     CHECK(r1.switch_counters[SwitchCounter::ModelCopies] == 8 * m.group_chunks);
+    CHECK(r1.switch_counters[SwitchCounter::ModelMemberPortUnknown] == 0);
     CHECK(m.chunks_received == m.unicast_chunks + 8 * m.group_chunks);
     CHECK(r1.hops[static_cast<int>(HopLevel::FabricReturn)].departures > 0);
     CHECK(r1.contributions_sent == r1.contributions_applied + r1.contributions_dropped);
@@ -540,6 +551,17 @@ TEST_CASE("MODEL direction on leaf-spine: replicated copies cross the fabric; de
     Scenario b = a;
     b.seed = 12;
     CHECK(row_without_wall_time(b, run(b)) != row_without_wall_time(b, r1));
+
+    // Without the tree only the learners' leaf replicates: 8 copies per group chunk cross the fabric.
+    Scenario flat = a;
+    flat.model_tree = false;
+    const Summary f = run(flat);
+    CHECK(f.switch_counters[SwitchCounter::ModelJoined] == 24);
+    CHECK(f.switch_counters[SwitchCounter::ModelReplicated] == f.model.group_chunks);
+    CHECK(f.switch_counters[SwitchCounter::ModelFabricCopies] == 0);
+    CHECK(f.switch_counters[SwitchCounter::ModelCopies] == 8 * f.model.group_chunks);
+    CHECK(f.model.chunks_received == f.model.unicast_chunks + 8 * f.model.group_chunks);
+    CHECK(f.model.workers_without_model == 0);
 }
 
 namespace {

@@ -81,6 +81,8 @@ enum class SwitchCounter : std::uint8_t {
     ModelReplicated,         // MODEL frames to a group, replicated to its members
     ModelCopies,             // copies made and enqueued (one per member with a known port; a copy
                              // tail-dropped at a full queue also counts in queue_drops)
+    ModelFabricCopies,       // group frames sent on, unchanged, through a fabric port (one per
+                             // such port with members behind it): the switch there copies
     ModelNotMember,          // MODEL to a group not from its learner or cluster: dropped
     ModelMemberPortUnknown,  // a member the FDB does not know: no copy (never flooded)
     ModelJoined,             // model requests that joined (or updated) a group member
@@ -163,6 +165,7 @@ inline constexpr std::array<CounterName, static_cast<std::size_t>(SwitchCounter:
     {"internal", "clone_failed"},
     {"replication", "model_replicated"},
     {"replication", "model_copies"},
+    {"replication", "model_fabric_copies"},
     {"replication", "model_not_member"},
     {"replication", "model_member_port_unknown"},
     {"replication", "model_joined"},

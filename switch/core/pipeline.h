@@ -574,9 +574,15 @@ private:
         egress_.add(SwitchCounter::ModelReplicated);
         const std::uint32_t header_len = replica_header_len(meta);
         StageCursor<Handle> cursor(false);
+        g->fabric_owed.clear();
         for (const GroupMember& member : g->members) {
             const std::uint16_t out = member_port(member, meta, now, SwitchCounter::ModelMemberPortUnknown);
             if (out == kNoPort) continue;
+            if (g->is_fabric(out)) {  // the switch behind it copies for this member
+                if (std::find(g->fabric_owed.begin(), g->fabric_owed.end(), out) == g->fabric_owed.end())
+                    g->fabric_owed.push_back(out);
+                continue;
+            }
             std::uint8_t* header = nullptr;
             const Handle copy = io_.replicate(m, header_len, &header);
             if (!copy) [[unlikely]] {
@@ -588,6 +594,18 @@ private:
             copy_meta.dst_ip = member.ip;
             egress_.add(SwitchCounter::ModelCopies);
             enqueue_to(out, copy, copy_meta, Admission{}, now, cursor);
+        }
+        // One unchanged group frame per fabric port with members behind it (a private header, as
+        // the members' copies: a queue may write into its packet's header).
+        for (const std::uint16_t out : g->fabric_owed) {
+            std::uint8_t* header = nullptr;
+            const Handle copy = io_.replicate(m, header_len, &header);
+            if (!copy) [[unlikely]] {
+                egress_.add(SwitchCounter::ModelCopyFailed);
+                continue;
+            }
+            egress_.add(SwitchCounter::ModelFabricCopies);
+            enqueue_to(out, copy, meta, Admission{}, now, cursor);
         }
         cursor.close();
         io_.free(m);

@@ -19,6 +19,11 @@
 //   The ports come from the FDB when a copy is made: a member whose MAC the FDB does not know (it
 //   left, or aged out) is counted (model_member_port_unknown), never flooded. Loss recovery stays
 //   unicast: a worker that misses chunks asks, and the learner answers it alone.
+//   - A multicast tree: members behind a fabric port (model_replication.fabric_ports, a link to
+//     another Shesha switch that replicates the same group) get no copies of their own here. The
+//     group frame goes through that port once, unchanged (model_fabric_copies), and the switch
+//     behind it, which saw the same model requests pass, makes their copies. Each link then
+//     carries one copy per chunk, not one per member behind it.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +57,13 @@ struct ReplicationGroup {
     std::uint32_t learner = 0;  // the only source allowed to send to the group
     std::uint32_t max_members = 0;
     std::vector<GroupMember> members;
+    // Per port index: 1 where another Shesha switch replicating this group lies behind the port
+    // (model_replication.fabric_ports). Its members get one copy of the group frame through it.
+    std::vector<std::uint8_t> fabric;
+    // Scratch of one replication: the fabric ports owed the group frame (reserved, no allocation).
+    std::vector<std::uint16_t> fabric_owed;
+
+    bool is_fabric(std::uint16_t port) const noexcept { return port < fabric.size() && fabric[port] != 0; }
     // (worker_id, index into members), sorted by worker_id: a CREDIT_BATCH entry's member in
     // O(log n). Rebuilt on every change of members (joins are rare; reserved, no allocation).
     std::vector<std::pair<std::uint32_t, std::uint32_t>> by_worker;
@@ -80,6 +92,11 @@ public:
                 g.max_members = c.model_replication->max_members;
                 g.members.reserve(g.max_members);
                 g.by_worker.reserve(g.max_members);
+                g.fabric.assign(cfg.ports.size(), 0);
+                g.fabric_owed.reserve(cfg.ports.size());
+                for (const std::string& name : c.model_replication->fabric_ports)
+                    for (std::size_t p = 0; p < cfg.ports.size(); ++p)
+                        if (cfg.ports[p].name == name) g.fabric[p] = 1;
                 groups_.push_back(std::move(g));
             }
     }

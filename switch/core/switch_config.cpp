@@ -207,7 +207,7 @@ bool usable_mac(const Mac& m) {
     return !is_multicast(m) && m != Mac{};
 }
 
-ClusterConfig read_cluster(const Reader& r, const Value& v) {
+ClusterConfig read_cluster(const Reader& r, const Value& v, const std::vector<PortConfig>& ports) {
     ClusterConfig c;
     const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"});
     c.id = static_cast<std::uint16_t>(r.uint(map.require("id"), 0, 65535));
@@ -249,7 +249,7 @@ ClusterConfig read_cluster(const Reader& r, const Value& v) {
             r.fail(m, fmt::format("duplicate member {} (already listed as {})", canonical, it->second));
     }
     if (auto x = map.get("model_replication")) {
-        const MapView rep = r.map(*x, {"group", "learner", "max_members"});
+        const MapView rep = r.map(*x, {"group", "learner", "max_members", "fabric_ports"});
         ModelReplicationConfig mr;
         const Value group = rep.require("group");
         const auto g = group.node.IsScalar() ? parse_ipv4(std::string(trim(group.node.Scalar()))) : std::nullopt;
@@ -262,6 +262,18 @@ ClusterConfig read_cluster(const Reader& r, const Value& v) {
             r.fail(learner, fmt::format("expected the learner's unicast IPv4 address like 10.0.0.9, got {}", describe(learner.node)));
         mr.learner = *l;
         if (auto y = rep.get("max_members")) mr.max_members = static_cast<std::uint32_t>(r.uint(*y, 1, 4096));
+        if (auto y = rep.get("fabric_ports")) {
+            std::vector<std::string> port_names;
+            for (const PortConfig& p : ports) port_names.push_back(p.name);
+            for (const Value& e : r.list(*y, "port names")) {
+                const std::string port = r.string(e, "the name of a port");
+                if (std::find(port_names.begin(), port_names.end(), port) == port_names.end())
+                    r.fail(e, fmt::format("expected the name of a port ({}), got '{}'", join(port_names, ", "), port));
+                if (std::find(mr.fabric_ports.begin(), mr.fabric_ports.end(), port) != mr.fabric_ports.end())
+                    r.fail(e, fmt::format("port '{}' is listed twice", port));
+                mr.fabric_ports.push_back(port);
+            }
+        }
         // Only members join the group, so a cluster without members would replicate to nobody.
         if (c.member_macs.empty() && c.member_ips.empty() && c.member_bindings.empty())
             r.fail(*x, "the cluster has no members: list its workers in members (only members join the group)");
@@ -372,7 +384,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
         // Clusters first: scheduling: auto depends on them.
         if (auto y = agg.get("clusters")) {
             for (const Value& c : r.list(*y, "clusters ({id, members, ...})")) {
-                ClusterConfig cluster = read_cluster(r, c);
+                ClusterConfig cluster = read_cluster(r, c, cfg.ports);
                 for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
                     if (cfg.clusters[j].id == cluster.id)
                         r.fail(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"}).require("id"),
@@ -381,7 +393,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                     for (std::size_t j = 0; j < cfg.clusters.size(); ++j)
                         if (cfg.clusters[j].model_replication && cfg.clusters[j].model_replication->group == cluster.model_replication->group)
                             r.fail(r.map(r.map(c, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"})
-                                             .require("model_replication"), {"group", "learner", "max_members"}).require("group"),
+                                             .require("model_replication"), {"group", "learner", "max_members", "fabric_ports"}).require("group"),
                                    fmt::format("group {} is already {}[{}]'s (one group per cluster)",
                                                format_ipv4(cluster.model_replication->group), y->path, j));
                 cfg.clusters.push_back(std::move(cluster));
@@ -648,6 +660,11 @@ std::string to_yaml(const SwitchConfig& cfg) {
             out << YAML::Key << "group" << YAML::Value << format_ipv4(c.model_replication->group);
             out << YAML::Key << "learner" << YAML::Value << format_ipv4(c.model_replication->learner);
             out << YAML::Key << "max_members" << YAML::Value << c.model_replication->max_members;
+            if (!c.model_replication->fabric_ports.empty()) {
+                out << YAML::Key << "fabric_ports" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const std::string& p : c.model_replication->fabric_ports) out << p;
+                out << YAML::EndSeq;
+            }
             out << YAML::EndMap;
         }
         out << YAML::EndMap;

@@ -73,6 +73,9 @@ struct ModelReplicationConfig {
     std::uint32_t group = 0;          // IPv4 multicast group (224.0.0.0/4), host byte order
     std::uint32_t learner = 0;        // the only source allowed to send to it (unicast IPv4)
     std::uint32_t max_members = 64;   // joined workers kept (1..4096): the most copies per frame
+    // Names of ports that lead to another Shesha switch replicating this group (a multicast tree):
+    // the members behind such a port get one copy of the group frame through it, not one each.
+    std::vector<std::string> fabric_ports;
 
     bool operator==(const ModelReplicationConfig&) const = default;
 };

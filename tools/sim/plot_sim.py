@@ -235,6 +235,42 @@ def plot_model_study(summary_csv, img_dir):
     plt.close(fig)
 
 
+def plot_tree_study(summary_csv, out_png):
+    """run_study.py --tree: staleness and the fabric's MODEL drops against workers on leaf-spine, per
+    MODEL delivery (shipped arm; medians over seeds, bars min..max); labels POINT/N/ARM:DELIVERY/sSEED."""
+    groups = defaultdict(list)
+    for r in read_rows(summary_csv):
+        _point, workers, arm_delivery, _seed = r["label"].split("/")
+        arm, delivery = arm_delivery.split(":")
+        groups[(arm, delivery, int(workers))].append(r)
+    arm = "shipped" if any(k[0] == "shipped" for k in groups) else sorted({k[0] for k in groups})[0]
+    deliveries = [d for d in ("tree", "no-tree", "unicast") if any(k[1] == d for k in groups)]
+    style = {"tree": ("tab:green", "o", "-"), "no-tree": ("tab:red", "s", "--"), "unicast": ("tab:blue", "^", ":")}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for ax, key, ylabel in ((axes[0], "staleness_mean", "mean staleness (versions)"),
+                            (axes[1], "fabric_return_drops", "MODEL/CREDIT dropped on the fabric's way down")):
+        for d in deliveries:
+            xs = sorted({k[2] for k in groups if k[0] == arm and k[1] == d})
+            vals = [[float(r[key]) for r in groups[(arm, d, x)]] for x in xs]
+            med = [_median(v) for v in vals]
+            err = [[m - min(v) for m, v in zip(med, vals)], [max(v) - m for m, v in zip(med, vals)]]
+            color, marker, line = style[d]
+            ax.errorbar(xs, med, yerr=err, color=color, marker=marker, linestyle=line, capsize=3,
+                        label={"tree": "replicated, multicast tree", "no-tree": "replicated at the learners' leaf only",
+                               "unicast": "unicast"}[d])
+        ax.set_xscale("log", base=2)
+        ticks = sorted({k[2] for k in groups})
+        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.set_xlabel("workers (16 clusters, 8 leaves, 4 spines)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"shesha-sim leaf-spine, 100 GbE fabric, 10 GbE learner ports ({arm} arm, medians over seeds)")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+
+
 def plot_slots(slots_csv, out_png):
     """Queue depth, windows, service and AoM age per slot of a slotted replay."""
     rows = read_rows(slots_csv)
@@ -327,6 +363,8 @@ def main(argv):
         plot_study(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "model":
         plot_model_study(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "tree":
+        plot_tree_study(argv[2], argv[3])
     elif len(argv) == 7 and argv[1] == "compare":
         plot_compare(argv[2], argv[3], argv[4], argv[5].split(","), argv[6])
     else:

@@ -5,12 +5,18 @@ summary CSV, draws the plots into docs/img/ and prints the markdown tables.
   tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR] [--arms a,b,...] [--seeds 1,2,...]
                          [--delivery none|unicast|replicated]
   tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --model [--seeds 1,2,3]
+  tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --tree [--seeds 1,2,3]
 
 --arms runs only those arms (no plots then); --seeds runs every point on each seed (labels get
 a /sS suffix when more than one seed is given). --delivery: how the model reaches the workers
 (model.delivery; default unicast, the simulator's default: MODEL and CREDIT on the links). The
 studies in docs/simulation.md from before issue 25 were measured in one direction: pass
 --delivery none to reproduce them.
+
+--tree: the multicast-tree study (docs/benchmarks.md, "A multicast tree"): the leaf-spine points
+(64..4,096 workers), arms merge and shipped, MODEL replicated with the tree (model.tree, the
+default), replicated without it (only the learners' leaf copies) and unicast; a table of medians
+(min..max) over the seeds and docs/img/sim-leafspine-model-tree.png (IMG_DIR).
 
 --model: the issue-25 study (docs/simulation.md, "MODEL traffic at scale"): 256 and 1,024 workers
 in two clusters sharing one 10 GbE learner port, merging alone and full Shesha, with MODEL left
@@ -185,6 +191,55 @@ def run_model_study(sim, out, img, seeds):
     return 0
 
 
+# The --tree study: how MODEL reaches the workers on leaf-spine.
+TREE_DELIVERIES = {"tree": ["model.delivery=replicated"],
+                   "no-tree": ["model.delivery=replicated", "model.tree=false"],
+                   "unicast": ["model.delivery=unicast"]}
+TREE_ARMS = ("merge", "shipped")
+
+
+def run_tree_study(sim, out, img, seeds):
+    summary = os.path.join(out, "summary.csv")
+    t0 = time.time()
+    n = 0
+    for label, args in studies():
+        if not label.startswith("workers-leafspine"):
+            continue
+        for seed in seeds:
+            for arm in TREE_ARMS:
+                for delivery, delivery_args in TREE_DELIVERIES.items():
+                    tag = f"{label}/{arm}:{delivery}/s{seed}"
+                    cmd = [sim, "-q", "--append", "-o", out, "-l", tag, "--set", f"seed={seed}"]
+                    for a in BASE + args + ARMS[arm] + delivery_args:
+                        cmd += ["--set", a]
+                    subprocess.run(cmd, check=True)
+                    n += 1
+        print(f"  {label}: done ({n} runs, {time.time() - t0:.0f} s)", flush=True)
+    plot_sim.plot_tree_study(summary, os.path.join(img, "sim-leafspine-model-tree.png"))
+    print_tree_table(summary)
+    return 0
+
+
+def print_tree_table(summary):
+    """Per point, arm and delivery: medians (min..max) over the seeds."""
+    groups = {}
+    for r in csv.DictReader(open(summary)):
+        point, workers, arm_delivery, _seed = r["label"].split("/")
+        groups.setdefault((int(workers), arm_delivery), []).append(r)
+    cols = [("AoM us", "aom_mean_us", 1), ("staleness", "staleness_mean", 3),
+            ("fabric_return drops", "fabric_return_drops", 0), ("versions adopted", "versions_adopted", 0),
+            ("MODEL delivery us", "model_delivery_mean_us", 0), ("contributions applied", "contributions_applied", 0)]
+    print("| workers | arm:MODEL | " + " | ".join(c[0] for c in cols) + " |")
+    print("|---:|---|" + "---:|" * len(cols))
+    for (workers, arm_delivery), rs in sorted(groups.items()):
+        cells = []
+        for _name, key, dec in cols:
+            v = sorted(float(r[key]) for r in rs)
+            m = _median(v)
+            cells.append(f"{m:,.{dec}f}" + (f" ({v[0]:,.{dec}f}..{v[-1]:,.{dec}f})" if v[0] != v[-1] else ""))
+        print(f"| {workers:,} | {arm_delivery} | " + " | ".join(cells) + " |")
+
+
 def _median(xs):
     xs = sorted(xs)
     k = len(xs)
@@ -255,7 +310,7 @@ def print_model_tables(summary):
 def main(argv):
     arms, seeds = ARMS, [1]
     delivery = "unicast"
-    model_study = False
+    model_study = tree_study = False
     args = []
     it = iter(argv)
     for a in it:
@@ -278,6 +333,8 @@ def main(argv):
                 return 2
         elif a == "--model":
             model_study = True
+        elif a == "--tree":
+            tree_study = True
         else:
             args.append(a)
     argv = args
@@ -296,6 +353,8 @@ def main(argv):
             os.remove(os.path.join(out, name))
     if model_study:
         return run_model_study(sim, out, img, seeds if len(seeds) > 1 else [1, 2, 3])
+    if tree_study:
+        return run_tree_study(sim, out, img, seeds if len(seeds) > 1 else [1, 2, 3])
     t0 = time.time()
     for label, args in studies():
         for seed in seeds:

@@ -214,6 +214,7 @@ const std::map<std::string, Setter>& schema() {
         {"model.budget", uint_field(&Scenario::model_budget, 1, UINT32_MAX)},
         {"model.learner_nic_packets", uint_field(&Scenario::learner_nic_packets, 1, 1u << 24)},
         {"model.credit_priority", bool_field(&Scenario::credit_priority)},
+        {"model.tree", bool_field(&Scenario::model_tree)},
         {"model.credit_batching",
          [](Scenario& s, const std::string& k, const FlatValue& v) {
              if (v.text == "auto") s.credit_batching = drl::CreditBatching::Auto;
@@ -302,6 +303,10 @@ Scenario load_scenario(const std::string& yaml_text, const std::string& source,
     }
     if (s.credit_batching == drl::CreditBatching::On && s.model_delivery != ModelDelivery::Replicated)
         bad("model.credit_batching needs model.delivery replicated (the switch fans a batch out to the group's members)");
+    if (flat.count("model.tree") != 0 &&
+        (s.model_delivery != ModelDelivery::Replicated || s.topology != TopologyKind::LeafSpine))
+        bad("model.tree needs model.delivery replicated and topology.kind leaf_spine (a ToR's one switch, or "
+            "unicast MODEL, has no tree to build)");
     if (s.w_min > s.w_max) bad("transport.w_min must be <= transport.w_max");
     if (s.w_init < s.w_min || s.w_init > s.w_max) bad("transport.w_init must lie in [w_min, w_max]");
     if (s.merge_floor != 0 && (s.merge_floor < s.w_min || s.merge_floor > s.w_max))

@@ -124,6 +124,10 @@ struct Scenario {
     double rebroadcast_us = 250'000;     // learner.rebroadcast_ms: the current version again
     double model_request_us = 100'000;   // worker.model_request_ms: ask again while without a model
     std::uint32_t model_budget = 64;     // learner.model_budget: copies to a worker not heard from since
+    // Replicated MODEL on leaf-spine: every switch replicates, as a multicast tree (the learners'
+    // leaf sends the group frame once to the cluster's spine, the spine once to each leaf, and the
+    // leaves copy for their workers). false: only the learners' leaf replicates, one copy per worker.
+    bool model_tree = true;
     // The learner host's send queue toward its switch port (socket buffer + qdisc). The learner sends
     // with MSG_DONTWAIT, so a datagram that finds it full is lost (counted).
     std::uint32_t learner_nic_packets = 4096;

@@ -617,11 +617,13 @@ struct Simulator::Impl final : FeedbackSink {
 
     // A switch with `egress` ports toward the learners (ports 0..) and `ingress` ports toward the
     // workers after them (receive-only, or at down_gbps in two-directional runs); dst_port(c) is the
-    // egress port for cluster c's learner. `last`: the switch the learners hang off, where a
-    // replicated cluster's group is configured.
+    // egress port for cluster c's learner. `replicates`: a replicated cluster's group is configured
+    // here (the switch the learners hang off; with a multicast tree every switch), and
+    // fabric_ports(c) lists the ports behind which another switch replicates cluster c's group.
+    using FabricPorts = std::function<std::vector<std::uint32_t>(std::uint32_t)>;
     std::uint32_t add_switch(std::uint32_t egress, double egress_gbps, std::uint32_t ingress, std::uint32_t hops,
                              const std::function<std::uint32_t(std::uint32_t)>& dst_port, double down_gbps = 0,
-                             bool last = false) {
+                             bool replicates = false, const FabricPorts& fabric_ports = {}) {
         core::SwitchConfig cfg;
         cfg.burst = 32;
         // Every sender can be learned: below, the hosts of its ports; in two-directional runs every
@@ -646,11 +648,13 @@ struct Simulator::Impl final : FeedbackSink {
             cc.aggregation = sc.aggregation;
             cc.version_tolerance = sc.version_tolerance;
             for (std::uint32_t i = 0; i < sc.workers_in(c); ++i) cc.member_ips.push_back(worker_ip(sc.first_worker(c) + i));
-            if (replicated && last) {
+            if (replicated && replicates) {
                 core::ModelReplicationConfig mr;
                 mr.group = group_ip(c);
                 mr.learner = learner_ip(c);
                 mr.max_members = sc.workers_in(c);  // checked <= 4096 with the scenario
+                if (fabric_ports)
+                    for (const std::uint32_t p : fabric_ports(c)) mr.fabric_ports.push_back(cfg.ports[p].name);
                 cc.model_replication = mr;
             }
             cfg.clusters.push_back(std::move(cc));
@@ -712,16 +716,26 @@ struct Simulator::Impl final : FeedbackSink {
         if (!leaf_spine) {
             last = add_switch(learner_ports, sc.learner_gbps, n_workers, 1, learner_port_of, sc.host_gbps, true);
         } else {
-            last = add_switch(learner_ports, sc.learner_gbps, sc.spines, 3, learner_port_of, sc.fabric_gbps, true);
+            // A multicast tree: the learners' leaf sends a group frame once down to the cluster's
+            // spine (its traffic's, so the members' requests joined there), which sends it once
+            // down to each leaf, where the workers' copies are made.
+            const bool tree = replicated && sc.model_tree;
+            const std::uint32_t spines = sc.spines, leaves = sc.leaves;
+            last = add_switch(learner_ports, sc.learner_gbps, sc.spines, 3, learner_port_of, sc.fabric_gbps, true,
+                              tree ? FabricPorts([=](std::uint32_t c) { return std::vector<std::uint32_t>{learner_ports + c % spines}; })
+                                   : FabricPorts{});
             for (std::uint32_t s = 0; s < sc.spines; ++s)
-                spine_switch.push_back(
-                    add_switch(1, sc.fabric_gbps, sc.leaves, 2, [](std::uint32_t) { return 0u; }, sc.fabric_gbps));
+                spine_switch.push_back(add_switch(1, sc.fabric_gbps, sc.leaves, 2, [](std::uint32_t) { return 0u; },
+                                                  sc.fabric_gbps, tree, [=](std::uint32_t) {
+                                                      std::vector<std::uint32_t> down(leaves);
+                                                      for (std::uint32_t l = 0; l < leaves; ++l) down[l] = 1 + l;
+                                                      return down;
+                                                  }));
             std::vector<std::uint32_t> on_leaf(sc.leaves, 0);
             for (std::uint32_t w = 0; w < n_workers; ++w) ++on_leaf[w % sc.leaves];
-            const std::uint32_t spines = sc.spines;
             for (std::uint32_t l = 0; l < sc.leaves; ++l)
                 leaf_switch.push_back(add_switch(sc.spines, sc.fabric_gbps, on_leaf[l], 1,
-                                                 [spines](std::uint32_t c) { return c % spines; }, sc.host_gbps));
+                                                 [spines](std::uint32_t c) { return c % spines; }, sc.host_gbps, tree));
         }
         learner_port_count = learner_ports;
         for (std::uint32_t p = 0; p < learner_ports; ++p) {
