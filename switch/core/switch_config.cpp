@@ -207,6 +207,17 @@ bool usable_mac(const Mac& m) {
     return !is_multicast(m) && m != Mac{};
 }
 
+// The name of one of the config's ports (an error lists them): static FDB entries and fabric ports.
+std::string read_port_name(const Reader& r, const Value& v, const std::vector<PortConfig>& ports) {
+    const std::string name = r.string(v, "the name of a port");
+    if (std::none_of(ports.begin(), ports.end(), [&](const PortConfig& p) { return p.name == name; })) {
+        std::vector<std::string> names;
+        for (const PortConfig& p : ports) names.push_back(p.name);
+        r.fail(v, fmt::format("expected the name of a port ({}), got '{}'", join(names, ", "), name));
+    }
+    return name;
+}
+
 ClusterConfig read_cluster(const Reader& r, const Value& v, const std::vector<PortConfig>& ports) {
     ClusterConfig c;
     const MapView map = r.map(v, {"id", "aggregation", "version_tolerance", "weight", "members", "model_replication"});
@@ -263,12 +274,8 @@ ClusterConfig read_cluster(const Reader& r, const Value& v, const std::vector<Po
         mr.learner = *l;
         if (auto y = rep.get("max_members")) mr.max_members = static_cast<std::uint32_t>(r.uint(*y, 1, 4096));
         if (auto y = rep.get("fabric_ports")) {
-            std::vector<std::string> port_names;
-            for (const PortConfig& p : ports) port_names.push_back(p.name);
             for (const Value& e : r.list(*y, "port names")) {
-                const std::string port = r.string(e, "the name of a port");
-                if (std::find(port_names.begin(), port_names.end(), port) == port_names.end())
-                    r.fail(e, fmt::format("expected the name of a port ({}), got '{}'", join(port_names, ", "), port));
+                const std::string port = read_port_name(r, e, ports);
                 if (std::find(mr.fabric_ports.begin(), mr.fabric_ports.end(), port) != mr.fabric_ports.end())
                     r.fail(e, fmt::format("port '{}' is listed twice", port));
                 mr.fabric_ports.push_back(port);
@@ -345,8 +352,6 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
         if (auto y = fwd.get("fdb_capacity")) cfg.fdb_capacity = static_cast<std::uint32_t>(r.uint(*y, 1, 1u << 20));
         if (auto y = fwd.get("mac_aging_s")) cfg.mac_aging_s = static_cast<std::uint32_t>(r.uint(*y, 1, 86400));
         if (auto y = fwd.get("static")) {
-            std::vector<std::string> port_names;
-            for (const PortConfig& p : cfg.ports) port_names.push_back(p.name);
             const std::vector<Value> entries = r.list(*y, "static FDB entries ({mac, port})");
             if (entries.size() > cfg.fdb_capacity)
                 r.fail(*y, fmt::format("expected at most fdb_capacity ({}) static entries, got {}", cfg.fdb_capacity, entries.size()));
@@ -357,10 +362,7 @@ SwitchConfig read_config(const Reader& r, const Value& root) {
                 const std::optional<Mac> mac = parse_mac(mac_text);
                 if (!mac || !usable_mac(*mac))
                     r.fail(mac_value, fmt::format("expected a unicast MAC like 02:00:00:00:00:01, got '{}'", mac_text));
-                const Value port_value = entry.require("port");
-                const std::string port = r.string(port_value, "the name of a port");
-                if (std::find(port_names.begin(), port_names.end(), port) == port_names.end())
-                    r.fail(port_value, fmt::format("expected the name of a port ({}), got '{}'", join(port_names, ", "), port));
+                const std::string port = read_port_name(r, entry.require("port"), cfg.ports);
                 for (std::size_t j = 0; j < cfg.static_fdb.size(); ++j)
                     if (cfg.static_fdb[j].mac == *mac)
                         r.fail(mac_value, fmt::format("duplicate static entry for {} (first in {}[{}])", format_mac(*mac), y->path, j));
