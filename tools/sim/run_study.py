@@ -5,7 +5,7 @@ summary CSV, draws the plots into docs/img/ and prints the markdown tables.
   tools/sim/run_study.py BUILD_DIR [OUT_DIR] [IMG_DIR] [--arms a,b,...] [--seeds 1,2,...]
                          [--delivery none|unicast|replicated]
   tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --model [--seeds 1,2,3]
-  tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --tree [--seeds 1,2,3]
+  tools/sim/run_study.py BUILD_DIR OUT_DIR IMG_DIR --tree [--seeds 1,2,...,10]
 
 --arms runs only those arms (no plots then); --seeds runs every point on each seed (labels get
 a /sS suffix when more than one seed is given). --delivery: how the model reaches the workers
